@@ -1,0 +1,11 @@
+//! memkv: memory-efficient ordered maps from byte-string keys.
+//!
+//! (Crate guide to be written with the layers.)
+
+mod error;
+
+pub mod art;
+pub mod frozen;
+
+pub use crate::art::FastArt;
+pub use crate::error::{Error, Result};
