@@ -87,7 +87,7 @@ impl<V> FastArt<V> {
     pub fn values(&self) -> Values<'_, V> {
         Values { inner: self.iter() }
     }
-    pub fn range<T, R>(&self, range: R) -> Iter<'_, V>
+    pub fn range<T, R>(&self, range: R) -> Range<'_, V>
     where
         T: AsRef<[u8]> + ?Sized,
         R: RangeBounds<T>,
@@ -106,7 +106,7 @@ impl<V> FastArt<V> {
         }
         Iter { inner: self.map.range::<[u8], _>((lo, hi)) }
     }
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Iter<'_, V> {
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Range<'_, V> {
         let p = prefix.as_ref();
         let mut end = p.to_vec();
         while end.last() == Some(&0xFF) {
@@ -139,6 +139,9 @@ fn map_bound<T: AsRef<[u8]> + ?Sized>(b: Bound<&T>) -> Bound<&[u8]> {
         Bound::Unbounded => Bound::Unbounded,
     }
 }
+
+/// Iterator over a range or prefix (same methods as `Iter`).
+pub type Range<'a, V> = Iter<'a, V>;
 
 pub struct Iter<'a, V> {
     inner: std::collections::btree_map::Range<'a, Vec<u8>, V>,
