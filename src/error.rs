@@ -32,6 +32,71 @@ pub enum Error {
         /// The underlying error.
         source: io::Error,
     },
+    /// A sorted builder was given a key smaller than the one before it.
+    OutOfOrder {
+        /// The last key the builder accepted.
+        previous: Vec<u8>,
+        /// The rejected key, which sorts before `previous`.
+        got: Vec<u8>,
+    },
+    /// A sorted builder was given the same key twice in a row.
+    DuplicateKey {
+        /// The repeated key.
+        key: Vec<u8>,
+    },
+    /// The bytes do not start with the file's magic number: they are not a
+    /// memkv file of the expected kind (or are damaged at the very start).
+    BadMagic {
+        /// The first bytes found (at most eight).
+        found: Vec<u8>,
+    },
+    /// The file was written in a format version this build cannot read.
+    UnsupportedVersion {
+        /// The version stored in the file.
+        found: u32,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
+    /// The checksum stored in the file does not match its contents: the file
+    /// was damaged (a flipped bit, a truncated or torn write).
+    ChecksumMismatch {
+        /// The checksum stored in the file.
+        stored: u32,
+        /// The checksum computed over the bytes actually read.
+        computed: u32,
+    },
+    /// The file stores values of another type than the one asked for.
+    ValueTypeMismatch {
+        /// The value type the caller asked for.
+        expected: String,
+        /// The value type recorded in the file.
+        found: String,
+    },
+    /// The bytes are structurally invalid: truncated, or with sections
+    /// whose lengths or contents do not add up.
+    Corrupt {
+        /// What is wrong, in words.
+        reason: String,
+    },
+    /// An error reported by the `fst` crate that no other variant describes.
+    Fst(fst::Error),
+}
+
+/// Shows a key in an error message: printable ASCII as is, other bytes
+/// escaped, and long keys cut short (with their length) so that one bad
+/// 1 MiB key does not flood a log.
+struct DisplayKey<'a>(&'a [u8]);
+
+impl fmt::Display for DisplayKey<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 100;
+        if self.0.len() <= SHOWN {
+            write!(f, "\"{}\"", self.0.escape_ascii())
+        } else {
+            let len = self.0.len();
+            write!(f, "\"{}\"... ({len} bytes)", self.0[..SHOWN].escape_ascii())
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -44,6 +109,39 @@ impl fmt::Display for Error {
                 write!(f, "capacity exceeded: the structure already holds {bytes} bytes")
             }
             Error::Io { context, source } => write!(f, "{context}: {source}"),
+            Error::OutOfOrder { previous, got } => write!(
+                f,
+                "keys out of order: {} was given after {}, but keys must be strictly increasing",
+                DisplayKey(got),
+                DisplayKey(previous)
+            ),
+            Error::DuplicateKey { key } => {
+                write!(
+                    f,
+                    "duplicate key {}: keys must be strictly increasing",
+                    DisplayKey(key)
+                )
+            }
+            Error::BadMagic { found } => write!(
+                f,
+                "not a memkv file: it starts with {} instead of the magic number",
+                DisplayKey(found)
+            ),
+            Error::UnsupportedVersion { found, supported } => write!(
+                f,
+                "unsupported file format version {found} (this build reads version {supported})"
+            ),
+            Error::ChecksumMismatch { stored, computed } => write!(
+                f,
+                "checksum mismatch: the file says {stored:#010x} but its bytes sum to {computed:#010x}; \
+                 the file is damaged"
+            ),
+            Error::ValueTypeMismatch { expected, found } => write!(
+                f,
+                "value type mismatch: the file stores {found:?} values, but {expected:?} was asked for"
+            ),
+            Error::Corrupt { reason } => write!(f, "corrupt data: {reason}"),
+            Error::Fst(err) => write!(f, "fst error: {err}"),
         }
     }
 }
@@ -52,6 +150,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
+            Error::Fst(err) => Some(err),
             _ => None,
         }
     }

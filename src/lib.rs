@@ -9,3 +9,4 @@ pub mod frozen;
 
 pub use crate::art::FastArt;
 pub use crate::error::{Error, Result};
+pub use crate::frozen::{FrozenLayer, FrozenLayerBuilder, FrozenValue};

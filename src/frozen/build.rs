@@ -1,0 +1,253 @@
+//! Streaming construction of a frozen layer from keys in increasing order.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::marker::PhantomData;
+
+use super::FrozenLayer;
+use super::column::{FrozenValue, ValueColumn};
+use super::format::{self, Check, ChecksumWriter, Storage};
+use crate::{Error, Result};
+
+/// Builds a [`FrozenLayer`] from keys given in strictly increasing byte
+/// order, streaming.
+///
+/// The builder writes the fst as keys arrive and keeps only what the output
+/// needs: the fst written so far (for [`memory`](Self::memory) builders; none
+/// for writer builders), the value column, and the fst crate's bounded
+/// working state (the path of the last key and a fixed-size cache of recent
+/// nodes). It never holds the keys themselves, so building from a sorted file
+/// of 7.3 million paths needs memory for the finished layer only.
+///
+/// Errors carry the offending data: a key smaller than the previous one is
+/// [`Error::OutOfOrder`], a repeated key [`Error::DuplicateKey`]. Such a key
+/// is rejected and the builder is unchanged, so it may go on with the next
+/// key. A write error on the output ([`Error::Io`]) leaves the builder
+/// unusable: every later call fails, and nothing half-built is returned.
+///
+/// ```
+/// use memkv::FrozenLayerBuilder;
+///
+/// let mut builder = FrozenLayerBuilder::memory();
+/// builder.insert("apple", 3u64)?;
+/// builder.insert("banana", 5)?;
+/// assert!(matches!(builder.insert("aardvark", 1), Err(memkv::Error::OutOfOrder { .. })));
+/// let layer = builder.into_layer()?;
+/// assert_eq!(layer.get("banana"), Some(5));
+/// assert_eq!(layer.len(), 2);
+/// # Ok::<(), memkv::Error>(())
+/// ```
+///
+/// To build straight into a file without holding the fst in memory, give
+/// [`new`](Self::new) a writer (buffered: the fst crate writes in small
+/// pieces) and [`open`](FrozenLayer::open) the result once
+/// [`finish`](Self::finish)ed.
+pub struct FrozenLayerBuilder<V: FrozenValue, W = Vec<u8>> {
+    fst: fst::raw::Builder<ChecksumWriter<W>>,
+    column: <V::Column as ValueColumn>::Builder,
+    len: u64,
+    /// Set by a write error, after which the output is in an unknown state.
+    failed: bool,
+    value: PhantomData<fn(V)>,
+}
+
+impl<V: FrozenValue> FrozenLayerBuilder<V, Vec<u8>> {
+    /// A builder whose layer is built in memory; get it with
+    /// [`into_layer`](Self::into_layer).
+    pub fn memory() -> Self {
+        FrozenLayerBuilder::new(Vec::new()).expect("writing to a Vec cannot fail")
+    }
+
+    /// Finishes the layer and returns it, ready for queries.
+    pub fn into_layer(self) -> Result<FrozenLayer<V>> {
+        let mut bytes = self.finish()?;
+        // Growth by doubling may have left up to half the buffer unused.
+        bytes.shrink_to_fit();
+        // We just wrote and checksummed these bytes: no need to re-read them.
+        FrozenLayer::from_storage(Storage::Heap(bytes), Check::Structure)
+    }
+}
+
+impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
+    /// A builder that writes the layer, in the file format, to `writer` as
+    /// keys arrive.
+    ///
+    /// Fails only if writing the header fails.
+    pub fn new(writer: W) -> Result<Self> {
+        const {
+            assert!(
+                V::TYPE_NAME.len() <= format::TYPE_NAME_LEN,
+                "FrozenValue::TYPE_NAME is longer than 16 bytes"
+            )
+        };
+        let mut out = ChecksumWriter::new(writer);
+        format::write_header(&mut out, V::TYPE_NAME).map_err(write_error)?;
+        let fst = fst::raw::Builder::new(out).map_err(fst_error)?;
+        Ok(FrozenLayerBuilder {
+            fst,
+            column: Default::default(),
+            len: 0,
+            failed: false,
+            value: PhantomData,
+        })
+    }
+
+    /// Adds `key` with `value`. `key` must be greater than every key added
+    /// before (byte-wise lexicographic order, as `[u8]`'s `Ord`).
+    pub fn insert(&mut self, key: impl AsRef<[u8]>, value: V) -> Result<()> {
+        self.insert_encoded(key.as_ref(), value.encode())
+    }
+
+    /// Adds a key with a value in its stored form (lets the conveniences
+    /// insert from a `&V`).
+    pub(crate) fn insert_encoded(
+        &mut self,
+        key: &[u8],
+        value: <V::Column as ValueColumn>::Encoded<'_>,
+    ) -> Result<()> {
+        self.check_usable()?;
+        // The fst maps each key to its ordinal; the value goes to the column
+        // at that ordinal, only once the fst has accepted the key.
+        if let Err(err) = self.fst.insert(key, self.len) {
+            let err = fst_error(err);
+            self.failed = matches!(err, Error::Io { .. });
+            return Err(err);
+        }
+        V::Column::push(&mut self.column, value);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Number of keys added so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether no key was added yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes written to the output so far (the header and fst; the values
+    /// follow when finishing).
+    pub fn bytes_written(&self) -> u64 {
+        self.fst.get_ref().written()
+    }
+
+    /// Heap bytes held by the value column being built. (For a
+    /// [`memory`](Self::memory) builder the fst bytes come on top:
+    /// [`bytes_written`](Self::bytes_written), give or take the buffer's
+    /// unused capacity.)
+    pub fn column_memory_usage(&self) -> usize {
+        V::Column::builder_heap_bytes(&self.column)
+    }
+
+    /// Writes the value column and trailer, flushes, and returns the writer,
+    /// which now holds a complete layer file.
+    pub fn finish(self) -> Result<W> {
+        self.check_usable()?;
+        let mut out = self.fst.into_inner().map_err(fst_error)?;
+        let fst_len = out.written() - format::HEADER_LEN as u64;
+        let column_len = V::Column::write_column(self.column, &mut out).map_err(write_error)?;
+        format::write_trailer(&mut out, self.len, fst_len, column_len).map_err(write_error)?;
+        out.flush().map_err(write_error)?;
+        Ok(out.into_inner())
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::Io {
+                context: "frozen layer builder".to_owned(),
+                source: io::Error::other("an earlier write failed; the output is incomplete"),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<V: FrozenValue, W> fmt::Debug for FrozenLayerBuilder<V, W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrozenLayerBuilder")
+            .field("value_type", &V::TYPE_NAME)
+            .field("len", &self.len)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+fn write_error(source: io::Error) -> Error {
+    Error::Io {
+        context: "writing a frozen layer".to_owned(),
+        source,
+    }
+}
+
+/// Turns the fst crate's errors into ours, keeping the offending keys.
+pub(crate) fn fst_error(err: fst::Error) -> Error {
+    match err {
+        fst::Error::Fst(fst::raw::Error::OutOfOrder { previous, got }) => {
+            Error::OutOfOrder { previous, got }
+        }
+        fst::Error::Fst(fst::raw::Error::DuplicateKey { got }) => Error::DuplicateKey { key: got },
+        fst::Error::Io(source) => write_error(source),
+        other => Error::Fst(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Accepts `budget` bytes, then fails every write.
+    struct FailingWriter {
+        budget: usize,
+    }
+
+    impl Write for FailingWriter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.budget == 0 {
+                return Err(io::Error::other("disk full"));
+            }
+            let n = buf.len().min(self.budget);
+            self.budget -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_write_error_poisons_the_builder() {
+        // Enough for the header and fst header, then fails while keys are
+        // compiled into nodes.
+        let mut builder = FrozenLayerBuilder::<u64, _>::new(FailingWriter { budget: 60 }).unwrap();
+        let mut failed = None;
+        for i in 0..10_000u64 {
+            if let Err(err) = builder.insert(format!("key{i:06}"), i) {
+                failed = Some(err);
+                break;
+            }
+        }
+        let err = failed.expect("the writer fails long before 10,000 keys");
+        assert!(
+            matches!(&err, Error::Io { source, .. } if source.to_string() == "disk full"),
+            "{err}"
+        );
+        assert!(matches!(builder.insert("zzz", 1), Err(Error::Io { .. })));
+        assert!(matches!(builder.finish(), Err(Error::Io { .. })));
+    }
+
+    #[test]
+    fn a_write_error_when_finishing_is_reported() {
+        let mut builder = FrozenLayerBuilder::<u64, _>::new(FailingWriter { budget: 48 }).unwrap();
+        builder.insert("a", 1).unwrap();
+        assert!(matches!(builder.finish(), Err(Error::Io { .. })));
+    }
+
+    #[test]
+    fn a_header_write_error_is_reported() {
+        let err = FrozenLayerBuilder::<u64, _>::new(FailingWriter { budget: 3 }).unwrap_err();
+        assert!(matches!(err, Error::Io { .. }));
+    }
+}
