@@ -3,6 +3,7 @@
 //! (Crate guide to be written with the layers.)
 
 mod error;
+mod fmt;
 
 pub mod art;
 pub mod frozen;

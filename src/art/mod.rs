@@ -1,13 +1,90 @@
-//! TEMPORARY STUB: the final public API of `FastArt` over a `BTreeMap`, so that
-//! other layers can be written against it while the radix tree is built.
-#![allow(missing_docs)]
+//! [`FastArt`]: the mutable layer, an adaptive radix tree.
+//!
+//! An ordered map from byte strings to values, built to hold very many keys
+//! in less memory than the keys themselves. On the 7.3 million Debian file
+//! paths (63.5 bytes each on average) a `FastArt<u64>` holds every key and
+//! value in well under the 63.5 bytes/key of the raw keys (see DESIGN.md for
+//! the measurement), where a `BTreeMap<Box<[u8]>, u64>` takes 115.
+//!
+//! How: the path from the root spells most of each key (sorted neighbours in
+//! that dataset share 52 bytes), so inner nodes hold their complete
+//! compressed prefixes and a leaf keeps only the bytes below its parent; all
+//! blocks live in a slab arena with exact 8-byte-granular sizes and are named
+//! by 32-bit references. DESIGN.md draws every layout with byte counts.
+//!
+//! # Keys
+//! Any byte string is a key: the empty key, keys containing `0x00` or `0xFF`,
+//! keys that are prefixes of other keys, and keys of any length (bytes past
+//! 254 below a node are stored out of line). Nothing is rejected or truncated.
+//!
+//! # Limits
+//! The arena addresses 16 GiB of nodes and leaves (about 400 million Debian
+//! paths). [`FastArt::insert`] panics past that, like `Vec` past its
+//! capacity; [`FastArt::try_insert`] returns [`Error::CapacityExceeded`]
+//! instead. Failing system allocations abort, as in the standard collections.
+//!
+//! # Iteration without allocation
+//! Keys are not stored whole, so iterators assemble each key in a buffer they
+//! reuse. The standard [`Iterator`] impls yield an owned `Vec<u8>` per entry
+//! (one allocation each); for the fast path every iterator also has a lending
+//! method, `next_entry`, that returns the key as a slice borrowed from the
+//! iterator and allocates nothing:
+//!
+//! ```
+//! use memkv::FastArt;
+//!
+//! let map: FastArt<u32> = [("usr/bin/ls", 1), ("usr/bin/cp", 2), ("etc/passwd", 3)].into_iter().collect();
+//! let mut it = map.prefix("usr/");
+//! while let Some((key, value)) = it.next_entry() {
+//!     println!("{} = {value}", String::from_utf8_lossy(key));
+//! }
+//! ```
 
-use std::collections::BTreeMap;
+mod entry;
+mod iter;
+pub(crate) mod raw;
+
+use std::fmt;
 use std::ops::{Bound, RangeBounds};
 
 use crate::Error;
+use crate::fmt::ByteStr;
 
-/// A fallible insert's error: why it failed, and the value handed back.
+pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
+pub use self::iter::{IntoIter, Iter, IterMut, Keys, Range, Values, ValuesMut};
+
+use self::raw::{RawArt, RawIter};
+
+/// A memory-efficient ordered map from byte-string keys to values: an
+/// adaptive radix tree.
+///
+/// The API follows [`BTreeMap`](std::collections::BTreeMap): keys are taken as
+/// `impl AsRef<[u8]>` (so `&str`, `String`, `&[u8]`, `Vec<u8>` and byte
+/// literals all work) and ordered by their bytes.
+///
+/// # Examples
+/// ```
+/// use memkv::FastArt;
+///
+/// let mut map = FastArt::new();
+/// map.insert("usr/bin/ls", 10);
+/// map.insert("usr/bin/cp", 20);
+/// assert_eq!(map.insert("usr/bin/ls", 11), Some(10));
+///
+/// assert_eq!(map.get("usr/bin/ls"), Some(&11));
+/// assert_eq!(map.get("usr/bin"), None);
+///
+/// let keys: Vec<Vec<u8>> = map.keys().collect();
+/// assert_eq!(keys, [b"usr/bin/cp".to_vec(), b"usr/bin/ls".to_vec()]);
+///
+/// assert_eq!(map.remove("usr/bin/cp"), Some(20));
+/// assert_eq!(map.len(), 1);
+/// ```
+pub struct FastArt<V> {
+    raw: RawArt<V>,
+}
+
+/// A failed [`FastArt::try_insert`]: the reason and the value, handed back.
 #[derive(Debug)]
 pub struct InsertError<V> {
     error: Error,
@@ -15,17 +92,324 @@ pub struct InsertError<V> {
 }
 
 impl<V> InsertError<V> {
+    /// Why the insert failed.
     pub fn error(&self) -> &Error {
         &self.error
     }
+
+    /// The value that was not inserted.
     pub fn into_value(self) -> V {
         self.value
     }
 }
 
-#[derive(Clone, Debug)]
-pub struct FastArt<V> {
-    map: BTreeMap<Vec<u8>, V>,
+impl<V: fmt::Debug> fmt::Display for InsertError<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "insert failed: {}", self.error)
+    }
+}
+
+impl<V: fmt::Debug> std::error::Error for InsertError<V> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// What a [`FastArt`] holds, by node kind; see [`FastArt::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArtStats {
+    /// Entries (leaves).
+    pub len: usize,
+    /// Inner nodes of each kind.
+    pub node4: usize,
+    /// See `node4`.
+    pub node16: usize,
+    /// See `node4`.
+    pub node48: usize,
+    /// See `node4`.
+    pub node256: usize,
+    /// Arena bytes in leaves (values and key suffixes).
+    pub leaf_bytes: usize,
+    /// Arena bytes in inner nodes.
+    pub node_bytes: usize,
+    /// Arena bytes held but not in use (free blocks and the unused tail).
+    pub free_bytes: usize,
+    /// Heap bytes outside the arena: long prefixes and suffixes, boxed values.
+    pub out_of_line_bytes: usize,
+    /// Inner nodes on the longest path from the root to a leaf.
+    pub max_depth: usize,
+}
+
+impl<V> FastArt<V> {
+    /// An empty map. Allocates nothing until the first insert.
+    pub fn new() -> Self {
+        FastArt { raw: RawArt::new() }
+    }
+
+    /// The number of entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether the map is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.raw.len() == 0
+    }
+
+    /// Removes every entry and frees all memory.
+    ///
+    /// If a value's `Drop` panics, the other values are still dropped and the
+    /// map is left empty.
+    pub fn clear(&mut self) {
+        self.raw.clear();
+    }
+
+    /// The value stored under `key`.
+    ///
+    /// ```
+    /// let mut map = memkv::FastArt::new();
+    /// map.insert(b"\x00\xff", 1);
+    /// assert_eq!(map.get(b"\x00\xff"), Some(&1));
+    /// assert_eq!(map.get(b"\x00"), None);
+    /// ```
+    #[inline]
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Option<&V> {
+        // SAFETY: the pointer names a live value; `&self` keeps the tree from
+        // changing for the returned lifetime.
+        self.raw.get(key.as_ref()).map(|v| unsafe { &*v })
+    }
+
+    /// The key-value pair stored under `key` (the key as given).
+    pub fn get_key_value<K: AsRef<[u8]>>(&self, key: K) -> Option<(K, &V)> {
+        let value = self.get(key.as_ref())?;
+        Some((key, value))
+    }
+
+    /// A mutable reference to the value stored under `key`.
+    #[inline]
+    pub fn get_mut(&mut self, key: impl AsRef<[u8]>) -> Option<&mut V> {
+        // SAFETY: a live value; `&mut self` makes the reference exclusive.
+        self.raw.get(key.as_ref()).map(|v| unsafe { &mut *v })
+    }
+
+    /// Whether `key` is in the map.
+    #[inline]
+    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> bool {
+        self.raw.get(key.as_ref()).is_some()
+    }
+
+    /// Inserts a value; returns the value previously stored under `key`.
+    ///
+    /// # Panics
+    /// If the map already holds 16 GiB (see [`FastArt::try_insert`]).
+    #[inline]
+    pub fn insert(&mut self, key: impl AsRef<[u8]>, value: V) -> Option<V> {
+        match self.try_insert(key, value) {
+            Ok(old) => old,
+            Err(e) => panic!("{}", e.error),
+        }
+    }
+
+    /// Inserts a value, or hands it back with an error instead of panicking
+    /// when the map cannot grow.
+    ///
+    /// Unlike the unstable `HashMap::try_insert`, this replaces an existing
+    /// value just as [`FastArt::insert`] does: only the failure mode differs.
+    ///
+    /// ```
+    /// let mut map = memkv::FastArt::new();
+    /// assert_eq!(map.try_insert("k", 1).unwrap(), None);
+    /// assert_eq!(map.try_insert("k", 2).unwrap(), Some(1));
+    /// ```
+    pub fn try_insert(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        value: V,
+    ) -> Result<Option<V>, InsertError<V>> {
+        if !self.raw.has_room_for_insert() {
+            let error = Error::CapacityExceeded {
+                bytes: self.memory_usage(),
+            };
+            return Err(InsertError { error, value });
+        }
+        Ok(self.raw.insert(key.as_ref(), value).0)
+    }
+
+    /// Removes `key`; returns its value.
+    #[inline]
+    pub fn remove(&mut self, key: impl AsRef<[u8]>) -> Option<V> {
+        self.raw.remove(key.as_ref())
+    }
+
+    /// Removes `key`; returns the key (as given) and its value.
+    pub fn remove_entry<K: AsRef<[u8]>>(&mut self, key: K) -> Option<(K, V)> {
+        let value = self.remove(key.as_ref())?;
+        Some((key, value))
+    }
+
+    /// Keeps only the entries for which `keep` returns true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &mut V) -> bool) {
+        let mut doomed = Vec::new();
+        let mut it = self.iter_mut();
+        while let Some((key, value)) = it.next_entry() {
+            if !keep(key, value) {
+                doomed.push(key.to_vec());
+            }
+        }
+        for key in doomed {
+            self.remove(key);
+        }
+    }
+
+    /// The entry for `key`, for in-place manipulation.
+    ///
+    /// ```
+    /// let mut counts = memkv::FastArt::new();
+    /// for word in ["a", "b", "a"] {
+    ///     *counts.entry(word).or_insert(0) += 1;
+    /// }
+    /// assert_eq!(counts.get("a"), Some(&2));
+    /// ```
+    pub fn entry<K: AsRef<[u8]>>(&mut self, key: K) -> Entry<'_, K, V> {
+        match self.raw.get(key.as_ref()) {
+            Some(value) => Entry::Occupied(OccupiedEntry::new(self, key, value)),
+            None => Entry::Vacant(VacantEntry::new(self, key)),
+        }
+    }
+
+    /// All entries in key order. See the [module docs](self) for the lending
+    /// `next_entry`, which does not allocate a key per entry.
+    pub fn iter(&self) -> Iter<'_, V> {
+        Iter::new(&self.raw, RawIter::all(&self.raw))
+    }
+
+    /// All entries in key order, values mutable.
+    pub fn iter_mut(&mut self) -> IterMut<'_, V> {
+        let raw = RawIter::all(&self.raw);
+        IterMut::new(&mut self.raw, raw)
+    }
+
+    /// All keys in order.
+    pub fn keys(&self) -> Keys<'_, V> {
+        Keys::new(self.iter())
+    }
+
+    /// All values in key order.
+    pub fn values(&self) -> Values<'_, V> {
+        Values::new(self.iter())
+    }
+
+    /// All values in key order, mutable.
+    pub fn values_mut(&mut self) -> ValuesMut<'_, V> {
+        ValuesMut::new(self.iter_mut())
+    }
+
+    /// The entries whose keys lie in `range`, in key order.
+    ///
+    /// Unlike `BTreeMap::range`, an inverted or empty range yields nothing
+    /// instead of panicking.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
+    /// let keys: Vec<_> = map.range("b"..).map(|(k, _)| k).collect();
+    /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+    /// let none = map.range::<[u8], _>((std::ops::Bound::Excluded(&b"c"[..]), std::ops::Bound::Unbounded));
+    /// assert_eq!(none.count(), 0);
+    /// ```
+    pub fn range<T, R>(&self, range: R) -> Range<'_, V>
+    where
+        T: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<T>,
+    {
+        let owned = |b: Bound<&T>| match b {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let raw = RawIter::range(
+            &self.raw,
+            owned(range.start_bound()),
+            owned(range.end_bound()),
+        );
+        Range::new(&self.raw, raw)
+    }
+
+    /// The entries whose keys start with `prefix`, in key order.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("ab", 1), ("abc", 2), ("b", 3)].into_iter().collect();
+    /// assert_eq!(map.prefix("ab").count(), 2);
+    /// ```
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Range<'_, V> {
+        let raw = match self.raw.prefix_root(prefix.as_ref()) {
+            Some((root, base)) => RawIter::subtree(root, base),
+            None => RawIter::subtree(0, Vec::new()),
+        };
+        Range::new(&self.raw, raw)
+    }
+
+    /// The first entry in key order.
+    pub fn first_key_value(&self) -> Option<(Vec<u8>, &V)> {
+        self.iter().next()
+    }
+
+    /// The last entry in key order.
+    pub fn last_key_value(&self) -> Option<(Vec<u8>, &V)> {
+        self.iter().next_back()
+    }
+
+    /// Removes and returns the first entry in key order.
+    pub fn pop_first(&mut self) -> Option<(Vec<u8>, V)> {
+        let key = self.iter().next()?.0;
+        let value = self.remove(&key)?;
+        Some((key, value))
+    }
+
+    /// Removes and returns the last entry in key order.
+    pub fn pop_last(&mut self) -> Option<(Vec<u8>, V)> {
+        let key = self.iter().next_back()?.0;
+        let value = self.remove(&key)?;
+        Some((key, value))
+    }
+
+    /// Heap bytes held by the map: the arena's chunks (free space in them
+    /// included), its chunk table, and out-of-line long key parts and boxed
+    /// values.
+    ///
+    /// This is exactly what the map asked the allocator for. It leaves out
+    /// memory that values own themselves (a `String`'s buffer) and the
+    /// `FastArt` struct itself. Arena chunks are large allocations, so the
+    /// allocator adds no rounding to them; out-of-line parts (rare: only
+    /// strings over 254 bytes) may be rounded up by the allocator.
+    pub fn memory_usage(&self) -> usize {
+        self.raw.memory_usage()
+    }
+
+    /// Node counts and byte totals by kind, walking the whole tree.
+    pub fn stats(&self) -> ArtStats {
+        let s = self.raw.stats();
+        ArtStats {
+            len: s.leaves,
+            node4: s.nodes[0],
+            node16: s.nodes[1],
+            node48: s.nodes[2],
+            node256: s.nodes[3],
+            leaf_bytes: s.leaf_bytes,
+            node_bytes: s.node_bytes,
+            free_bytes: s.free_bytes,
+            out_of_line_bytes: s.out_of_line_bytes,
+            max_depth: s.max_depth,
+        }
+    }
+
+    /// Verifies the tree's internal invariants; for tests.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.raw.check()
+    }
 }
 
 impl<V> Default for FastArt<V> {
@@ -34,179 +418,84 @@ impl<V> Default for FastArt<V> {
     }
 }
 
-impl<V> FastArt<V> {
-    pub const MAX_KEY_LEN: usize = u32::MAX as usize;
-
-    pub fn new() -> Self {
-        FastArt { map: BTreeMap::new() }
-    }
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-    pub fn clear(&mut self) {
-        self.map.clear()
-    }
-    pub fn get(&self, key: impl AsRef<[u8]>) -> Option<&V> {
-        self.map.get(key.as_ref())
-    }
-    pub fn get_mut(&mut self, key: impl AsRef<[u8]>) -> Option<&mut V> {
-        self.map.get_mut(key.as_ref())
-    }
-    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> bool {
-        self.map.contains_key(key.as_ref())
-    }
-    pub fn insert(&mut self, key: impl AsRef<[u8]>, value: V) -> Option<V> {
-        self.map.insert(key.as_ref().to_vec(), value)
-    }
-    pub fn try_insert(
-        &mut self,
-        key: impl AsRef<[u8]>,
-        value: V,
-    ) -> Result<Option<V>, InsertError<V>> {
-        let key = key.as_ref();
-        if key.len() > Self::MAX_KEY_LEN {
-            return Err(InsertError {
-                error: Error::KeyTooLong { len: key.len(), max: Self::MAX_KEY_LEN },
-                value,
-            });
+impl<V: Clone> Clone for FastArt<V> {
+    fn clone(&self) -> Self {
+        let mut map = FastArt::new();
+        let mut it = self.iter();
+        while let Some((key, value)) = it.next_entry() {
+            map.insert(key, value.clone());
         }
-        Ok(self.insert(key, value))
+        map
     }
-    pub fn remove(&mut self, key: impl AsRef<[u8]>) -> Option<V> {
-        self.map.remove(key.as_ref())
+}
+
+impl<V: fmt::Debug> fmt::Debug for FastArt<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        let mut it = self.iter();
+        while let Some((key, value)) = it.next_entry() {
+            map.entry(&ByteStr(key), value);
+        }
+        map.finish()
     }
-    pub fn iter(&self) -> Iter<'_, V> {
-        Iter { inner: self.map.range::<[u8], _>(..) }
-    }
-    pub fn keys(&self) -> Keys<'_, V> {
-        Keys { inner: self.iter() }
-    }
-    pub fn values(&self) -> Values<'_, V> {
-        Values { inner: self.iter() }
-    }
-    pub fn range<T, R>(&self, range: R) -> Range<'_, V>
-    where
-        T: AsRef<[u8]> + ?Sized,
-        R: RangeBounds<T>,
-    {
-        let lo = map_bound(range.start_bound());
-        let hi = map_bound(range.end_bound());
-        let empty = match (lo, hi) {
-            (Bound::Included(a), Bound::Included(b)) => a > b,
-            (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b) | Bound::Included(b)) => {
-                a >= b
+}
+
+impl<V: PartialEq> PartialEq for FastArt<V> {
+    fn eq(&self, other: &Self) -> bool {
+        if self.len() != other.len() {
+            return false;
+        }
+        let (mut a, mut b) = (self.iter(), other.iter());
+        while let (Some(x), Some(y)) = (a.next_entry(), b.next_entry()) {
+            if x != y {
+                return false;
             }
-            _ => false,
-        };
-        if empty {
-            return Iter { inner: self.map.range::<[u8], _>((Bound::Excluded(&[][..]), Bound::Included(&[][..]))) };
         }
-        Iter { inner: self.map.range::<[u8], _>((lo, hi)) }
-    }
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Range<'_, V> {
-        let p = prefix.as_ref();
-        let mut end = p.to_vec();
-        while end.last() == Some(&0xFF) {
-            end.pop();
-        }
-        let hi = match end.last_mut() {
-            Some(b) => {
-                *b += 1;
-                Bound::Excluded(end.as_slice())
-            }
-            None => Bound::Unbounded,
-        };
-        Iter { inner: self.map.range::<[u8], _>((Bound::Included(p), hi)) }
-    }
-    pub fn first_key_value(&self) -> Option<(Vec<u8>, &V)> {
-        self.map.first_key_value().map(|(k, v)| (k.clone(), v))
-    }
-    pub fn last_key_value(&self) -> Option<(Vec<u8>, &V)> {
-        self.map.last_key_value().map(|(k, v)| (k.clone(), v))
-    }
-    pub fn memory_usage(&self) -> usize {
-        0
+        true
     }
 }
 
-fn map_bound<T: AsRef<[u8]> + ?Sized>(b: Bound<&T>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_ref()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_ref()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-/// Iterator over a range or prefix (same methods as `Iter`).
-pub type Range<'a, V> = Iter<'a, V>;
-
-pub struct Iter<'a, V> {
-    inner: std::collections::btree_map::Range<'a, Vec<u8>, V>,
-}
-
-impl<'a, V> Iter<'a, V> {
-    /// Lending form: the key is borrowed from the iterator, no allocation.
-    pub fn next_entry(&mut self) -> Option<(&[u8], &'a V)> {
-        self.inner.next().map(|(k, v)| (k.as_slice(), v))
-    }
-    pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a V)> {
-        self.inner.next_back().map(|(k, v)| (k.as_slice(), v))
-    }
-}
-
-impl<'a, V> Iterator for Iter<'a, V> {
-    type Item = (Vec<u8>, &'a V);
-    fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next().map(|(k, v)| (k.clone(), v))
-    }
-}
-
-impl<V> DoubleEndedIterator for Iter<'_, V> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        self.inner.next_back().map(|(k, v)| (k.clone(), v))
-    }
-}
-
-pub struct Keys<'a, V> {
-    inner: Iter<'a, V>,
-}
-impl<V> Iterator for Keys<'_, V> {
-    type Item = Vec<u8>;
-    fn next(&mut self) -> Option<Vec<u8>> {
-        self.inner.next().map(|(k, _)| k)
-    }
-}
-pub struct Values<'a, V> {
-    inner: Iter<'a, V>,
-}
-impl<'a, V> Iterator for Values<'a, V> {
-    type Item = &'a V;
-    fn next(&mut self) -> Option<&'a V> {
-        self.inner.next_entry().map(|(_, v)| v)
-    }
-}
+impl<V: Eq> Eq for FastArt<V> {}
 
 impl<K: AsRef<[u8]>, V> FromIterator<(K, V)> for FastArt<V> {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let mut m = FastArt::new();
-        m.extend(iter);
-        m
+        let mut map = FastArt::new();
+        map.extend(iter);
+        map
     }
 }
+
 impl<K: AsRef<[u8]>, V> Extend<(K, V)> for FastArt<V> {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
-        for (k, v) in iter {
-            self.insert(k, v);
+        for (key, value) in iter {
+            self.insert(key, value);
         }
     }
 }
+
 impl<'a, V> IntoIterator for &'a FastArt<V> {
     type Item = (Vec<u8>, &'a V);
     type IntoIter = Iter<'a, V>;
+
     fn into_iter(self) -> Iter<'a, V> {
         self.iter()
+    }
+}
+
+impl<'a, V> IntoIterator for &'a mut FastArt<V> {
+    type Item = (Vec<u8>, &'a mut V);
+    type IntoIter = IterMut<'a, V>;
+
+    fn into_iter(self) -> IterMut<'a, V> {
+        self.iter_mut()
+    }
+}
+
+impl<V> IntoIterator for FastArt<V> {
+    type Item = (Vec<u8>, V);
+    type IntoIter = IntoIter<V>;
+
+    fn into_iter(self) -> IntoIter<V> {
+        IntoIter::new(self.raw)
     }
 }

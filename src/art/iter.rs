@@ -1,0 +1,411 @@
+//! Iterators over a [`FastArt`](super::FastArt).
+//!
+//! Each assembles keys in a buffer it reuses. The [`Iterator`] impls copy the
+//! key into a new `Vec<u8>` per entry; the lending `next_entry` and
+//! `next_back_entry` methods return it borrowed from the iterator instead.
+
+use std::iter::FusedIterator;
+use std::marker::PhantomData;
+
+use super::raw::{RawArt, RawIter};
+
+macro_rules! lending_methods {
+    ($value:ty, $deref:ident) => {
+        /// The next entry, its key borrowed from the iterator: no allocation.
+        #[inline]
+        pub fn next_entry(&mut self) -> Option<(&[u8], $value)> {
+            let leaf = self.raw.next(self.art)?;
+            // SAFETY: each leaf is returned once per iterator, and the tree is
+            // borrowed (shared or exclusive, matching the value type) for 'a.
+            let value = unsafe { $deref(self.art.leaf_value(leaf)) };
+            Some((self.raw.front_key(), value))
+        }
+
+        /// The next entry from the back, its key borrowed from the iterator.
+        #[inline]
+        pub fn next_back_entry(&mut self) -> Option<(&[u8], $value)> {
+            let leaf = self.raw.next_back(self.art)?;
+            // SAFETY: as in `next_entry`.
+            let value = unsafe { $deref(self.art.leaf_value(leaf)) };
+            Some((self.raw.back_key(), value))
+        }
+    };
+}
+
+/// # Safety
+/// `v` must point to a live value that outlives `'a` unchanged.
+#[inline(always)]
+unsafe fn shared<'a, V>(v: *mut V) -> &'a V {
+    // SAFETY: per the contract.
+    unsafe { &*v }
+}
+
+/// # Safety
+/// `v` must point to a live value that outlives `'a`, reachable by no other
+/// reference for `'a`.
+#[inline(always)]
+unsafe fn exclusive<'a, V>(v: *mut V) -> &'a mut V {
+    // SAFETY: per the contract.
+    unsafe { &mut *v }
+}
+
+/// The entries of a [`FastArt`](super::FastArt) in key order; see
+/// [`FastArt::iter`](super::FastArt::iter).
+#[derive(Clone, Debug)]
+pub struct Iter<'a, V> {
+    art: &'a RawArt<V>,
+    raw: RawIter,
+    remaining: usize,
+}
+
+impl<'a, V> Iter<'a, V> {
+    pub(crate) fn new(art: &'a RawArt<V>, raw: RawIter) -> Self {
+        Iter {
+            art,
+            raw,
+            remaining: art.len(),
+        }
+    }
+
+    /// The next entry, its key borrowed from the iterator: no allocation.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("x", 1), ("y", 2)].into_iter().collect();
+    /// let mut it = map.iter();
+    /// assert_eq!(it.next_entry(), Some((&b"x"[..], &1)));
+    /// assert_eq!(it.next_back_entry(), Some((&b"y"[..], &2)));
+    /// assert_eq!(it.next_entry(), None);
+    /// ```
+    #[inline]
+    pub fn next_entry(&mut self) -> Option<(&[u8], &'a V)> {
+        let leaf = self.raw.next(self.art)?;
+        self.remaining -= 1;
+        // SAFETY: a live value; the tree is borrowed for 'a.
+        Some((self.raw.front_key(), unsafe {
+            shared(self.art.leaf_value(leaf))
+        }))
+    }
+
+    /// The next entry from the back, its key borrowed from the iterator.
+    #[inline]
+    pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a V)> {
+        let leaf = self.raw.next_back(self.art)?;
+        self.remaining -= 1;
+        // SAFETY: a live value; the tree is borrowed for 'a.
+        Some((self.raw.back_key(), unsafe {
+            shared(self.art.leaf_value(leaf))
+        }))
+    }
+}
+
+impl<'a, V> Iterator for Iter<'a, V> {
+    type Item = (Vec<u8>, &'a V);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl<V> DoubleEndedIterator for Iter<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_back_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+}
+
+impl<V> ExactSizeIterator for Iter<'_, V> {}
+impl<V> FusedIterator for Iter<'_, V> {}
+
+/// The entries of a key range or prefix; see
+/// [`FastArt::range`](super::FastArt::range) and
+/// [`FastArt::prefix`](super::FastArt::prefix).
+#[derive(Clone, Debug)]
+pub struct Range<'a, V> {
+    art: &'a RawArt<V>,
+    raw: RawIter,
+}
+
+impl<'a, V> Range<'a, V> {
+    pub(crate) fn new(art: &'a RawArt<V>, raw: RawIter) -> Self {
+        Range { art, raw }
+    }
+
+    lending_methods!(&'a V, shared);
+}
+
+impl<'a, V> Iterator for Range<'a, V> {
+    type Item = (Vec<u8>, &'a V);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.art.len()))
+    }
+}
+
+impl<V> DoubleEndedIterator for Range<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_back_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+}
+
+impl<V> FusedIterator for Range<'_, V> {}
+
+/// The entries in key order with mutable values; see
+/// [`FastArt::iter_mut`](super::FastArt::iter_mut).
+#[derive(Debug)]
+pub struct IterMut<'a, V> {
+    // A shared view of a tree borrowed exclusively: the structure is only
+    // read, and each value is handed out once.
+    art: &'a RawArt<V>,
+    raw: RawIter,
+    remaining: usize,
+    _exclusive: PhantomData<&'a mut V>,
+}
+
+impl<'a, V> IterMut<'a, V> {
+    pub(crate) fn new(art: &'a mut RawArt<V>, raw: RawIter) -> Self {
+        let remaining = art.len();
+        IterMut {
+            art,
+            raw,
+            remaining,
+            _exclusive: PhantomData,
+        }
+    }
+
+    /// The next entry, its key borrowed from the iterator: no allocation.
+    #[inline]
+    pub fn next_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
+        let leaf = self.raw.next(self.art)?;
+        self.remaining -= 1;
+        // SAFETY: the tree is exclusively borrowed for 'a and each leaf is
+        // returned once, so no two references to a value coexist.
+        Some((self.raw.front_key(), unsafe {
+            exclusive(self.art.leaf_value(leaf))
+        }))
+    }
+
+    /// The next entry from the back, its key borrowed from the iterator.
+    #[inline]
+    pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
+        let leaf = self.raw.next_back(self.art)?;
+        self.remaining -= 1;
+        // SAFETY: as in `next_entry`; the two ends never return the same leaf.
+        Some((self.raw.back_key(), unsafe {
+            exclusive(self.art.leaf_value(leaf))
+        }))
+    }
+}
+
+impl<'a, V> Iterator for IterMut<'a, V> {
+    type Item = (Vec<u8>, &'a mut V);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl<V> DoubleEndedIterator for IterMut<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_back_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+}
+
+impl<V> ExactSizeIterator for IterMut<'_, V> {}
+impl<V> FusedIterator for IterMut<'_, V> {}
+
+/// The keys in order; see [`FastArt::keys`](super::FastArt::keys).
+#[derive(Clone, Debug)]
+pub struct Keys<'a, V> {
+    inner: Iter<'a, V>,
+}
+
+impl<'a, V> Keys<'a, V> {
+    pub(crate) fn new(inner: Iter<'a, V>) -> Self {
+        Keys { inner }
+    }
+
+    /// The next key, borrowed from the iterator: no allocation.
+    #[inline]
+    pub fn next_key(&mut self) -> Option<&[u8]> {
+        self.inner.next_entry().map(|(k, _)| k)
+    }
+}
+
+impl<V> Iterator for Keys<'_, V> {
+    type Item = Vec<u8>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Vec<u8>> {
+        self.inner.next().map(|(k, _)| k)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<V> DoubleEndedIterator for Keys<'_, V> {
+    fn next_back(&mut self) -> Option<Vec<u8>> {
+        self.inner.next_back().map(|(k, _)| k)
+    }
+}
+
+impl<V> ExactSizeIterator for Keys<'_, V> {}
+impl<V> FusedIterator for Keys<'_, V> {}
+
+/// The values in key order; see [`FastArt::values`](super::FastArt::values).
+/// Allocates nothing per entry.
+#[derive(Clone, Debug)]
+pub struct Values<'a, V> {
+    inner: Iter<'a, V>,
+}
+
+impl<'a, V> Values<'a, V> {
+    pub(crate) fn new(inner: Iter<'a, V>) -> Self {
+        Values { inner }
+    }
+}
+
+impl<'a, V> Iterator for Values<'a, V> {
+    type Item = &'a V;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a V> {
+        self.inner.next_entry().map(|(_, v)| v)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<V> DoubleEndedIterator for Values<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back_entry().map(|(_, v)| v)
+    }
+}
+
+impl<V> ExactSizeIterator for Values<'_, V> {}
+impl<V> FusedIterator for Values<'_, V> {}
+
+/// The values in key order, mutable; see
+/// [`FastArt::values_mut`](super::FastArt::values_mut).
+#[derive(Debug)]
+pub struct ValuesMut<'a, V> {
+    inner: IterMut<'a, V>,
+}
+
+impl<'a, V> ValuesMut<'a, V> {
+    pub(crate) fn new(inner: IterMut<'a, V>) -> Self {
+        ValuesMut { inner }
+    }
+}
+
+impl<'a, V> Iterator for ValuesMut<'a, V> {
+    type Item = &'a mut V;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a mut V> {
+        self.inner.next_entry().map(|(_, v)| v)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<V> DoubleEndedIterator for ValuesMut<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back_entry().map(|(_, v)| v)
+    }
+}
+
+impl<V> ExactSizeIterator for ValuesMut<'_, V> {}
+impl<V> FusedIterator for ValuesMut<'_, V> {}
+
+/// The entries in key order, by value; see `FastArt::into_iter`.
+///
+/// Dropping it early drops the remaining values.
+#[derive(Debug)]
+pub struct IntoIter<V> {
+    art: RawArt<V>,
+    raw: RawIter,
+}
+
+impl<V> IntoIter<V> {
+    pub(crate) fn new(art: RawArt<V>) -> Self {
+        let raw = RawIter::all(&art);
+        IntoIter { art, raw }
+    }
+
+    /// The next entry, its key borrowed from the iterator: no allocation.
+    #[inline]
+    pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
+        let leaf = self.raw.next(&self.art)?;
+        // SAFETY: each leaf is returned once; its value is moved out here and
+        // the tree is later freed without dropping values (see `Drop`).
+        let value = unsafe { self.art.take_value(leaf) };
+        Some((self.raw.front_key(), value))
+    }
+
+    /// The next entry from the back, its key borrowed from the iterator.
+    #[inline]
+    pub fn next_back_entry(&mut self) -> Option<(&[u8], V)> {
+        let leaf = self.raw.next_back(&self.art)?;
+        // SAFETY: as in `next_entry`.
+        let value = unsafe { self.art.take_value(leaf) };
+        Some((self.raw.back_key(), value))
+    }
+}
+
+impl<V> Iterator for IntoIter<V> {
+    type Item = (Vec<u8>, V);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+}
+
+impl<V> DoubleEndedIterator for IntoIter<V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_back_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+}
+
+impl<V> FusedIterator for IntoIter<V> {}
+
+impl<V> Drop for IntoIter<V> {
+    fn drop(&mut self) {
+        /// Finishes the job if a value's drop panics.
+        struct Guard<'a, V>(&'a mut IntoIter<V>);
+        impl<V> Drop for Guard<'_, V> {
+            fn drop(&mut self) {
+                while let Some(leaf) = self.0.raw.next(&self.0.art) {
+                    // SAFETY: a value not yet moved out (each leaf once).
+                    drop(unsafe { self.0.art.take_value(leaf) });
+                }
+                self.0.art.forget_values_and_clear();
+            }
+        }
+        let guard = Guard(self);
+        while let Some(leaf) = guard.0.raw.next(&guard.0.art) {
+            // SAFETY: as above.
+            drop(unsafe { guard.0.art.take_value(leaf) });
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! A slab arena handing out 8-byte-granular blocks named by 32-bit indices.
+//!
+//! Every node and leaf of the tree lives in one of the arena's chunks. Three
+//! things make it worth having instead of calling the global allocator per
+//! block:
+//!
+//! * **Exact sizes.** Blocks are sized in 8-byte units, so a 17-byte leaf takes
+//!   24 bytes, not the 32 of jemalloc's size classes (on the Debian paths this
+//!   alone is several bytes per key).
+//! * **32-bit references.** A block is named by a `u32` [`BlockIdx`] instead of
+//!   a 64-bit pointer, which halves the child arrays of every inner node.
+//! * **No per-block header.** The tree always knows the size of a block it
+//!   frees (it is computed from the block's contents), so the arena keeps no
+//!   size word per block.
+//!
+//! ```text
+//!  BlockIdx (31 bits used):  | chunk: 14 bits | unit offset in chunk: 17 bits |
+//!  address = chunks[chunk] + offset * 8
+//! ```
+//!
+//! Chunks never move once allocated, so a pointer into a block stays valid
+//! until that block is freed, even while other blocks are allocated. The first
+//! chunks are small and double in size up to [`CHUNK_UNITS`] (1 MiB), so a map
+//! of three keys does not hold a megabyte; every chunk still owns a full slot of
+//! the index space, which costs nothing but index bits.
+//!
+//! Freed blocks go to a singly linked free list per size (the link is a
+//! `BlockIdx` stored in the freed block's first four bytes) and are reused by
+//! the next allocation of exactly that size. Memory goes back to the system
+//! only when the arena is dropped or cleared.
+
+use std::alloc::{self, Layout};
+use std::ptr::NonNull;
+
+/// The arena's allocation granule in bytes. Blocks are aligned to it.
+pub(crate) const UNIT: usize = 8;
+
+/// The largest block the arena hands out, in units (2 KiB). Callers keep their
+/// blocks below it by storing long byte strings out of line.
+pub(crate) const MAX_BLOCK_UNITS: usize = 256;
+
+/// log2 of the units in a full-size chunk.
+const CHUNK_SHIFT: u32 = 17;
+
+/// Units in a full-size chunk (1 MiB).
+pub(crate) const CHUNK_UNITS: usize = 1 << CHUNK_SHIFT;
+
+/// Units in the first chunk (512 bytes); each next chunk doubles, up to
+/// [`CHUNK_UNITS`].
+const FIRST_CHUNK_UNITS: usize = 64;
+
+/// Block indices use 31 bits, leaving the low bit of a tree reference for the
+/// leaf tag.
+const INDEX_BITS: u32 = 31;
+
+/// How many chunks the index space has room for: 16384 chunks of 1 MiB, so an
+/// arena holds at most 16 GiB.
+pub(crate) const MAX_CHUNKS: usize = 1 << (INDEX_BITS - CHUNK_SHIFT);
+
+const _: () = assert!(FIRST_CHUNK_UNITS.is_power_of_two() && FIRST_CHUNK_UNITS <= CHUNK_UNITS);
+const _: () = assert!(MAX_BLOCK_UNITS < CHUNK_UNITS && CHUNK_SHIFT < INDEX_BITS);
+
+/// Names a block: chunk number and unit offset, packed as described in the
+/// module docs. `BlockIdx(0)` is never handed out (unit 0 of chunk 0 is
+/// reserved), so 0 can mean "none" in free lists and tree slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct BlockIdx(pub(crate) u32);
+
+impl BlockIdx {
+    #[inline]
+    fn chunk(self) -> usize {
+        (self.0 >> CHUNK_SHIFT) as usize
+    }
+
+    #[inline]
+    fn offset_bytes(self) -> usize {
+        (self.0 as usize & (CHUNK_UNITS - 1)) * UNIT
+    }
+}
+
+/// The arena. See the module docs.
+///
+/// # Invariants
+/// 1. `chunks[i]` was allocated with `chunk_layout(i)` (zeroed) and is freed
+///    only in `Drop`/`reset`; chunks never move.
+/// 2. Units `[0, used)` of the last chunk and all units of earlier chunks are
+///    either inside a live block or inside a block on a free list; units
+///    `[used, capacity)` of the last chunk are untouched.
+/// 3. Every index on `free[n]` names a free block of exactly `n` units, and its
+///    first 4 bytes hold the next index of that list (0 ends it).
+/// 4. Unit 0 of chunk 0 belongs to no block.
+pub(crate) struct Arena {
+    chunks: Vec<NonNull<u8>>,
+    /// Units handed out (to blocks or free lists) in the last chunk.
+    used: usize,
+    /// Heads of the free lists, indexed by block size in units.
+    free: Box<[u32; MAX_BLOCK_UNITS + 1]>,
+    /// Bytes of all chunks together.
+    chunk_bytes: usize,
+}
+
+// SAFETY: the arena exclusively owns its chunks; it is plain memory with no
+// thread affinity. Whether the *contents* may cross threads is decided by the
+// tree that stores values in it (see `RawArt`).
+unsafe impl Send for Arena {}
+// SAFETY: `&Arena` only gives out raw pointers; reading through them is
+// governed by the tree's own `Sync` bound.
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    pub(crate) fn new() -> Arena {
+        Arena {
+            chunks: Vec::new(),
+            used: 0,
+            free: Box::new([0; MAX_BLOCK_UNITS + 1]),
+            chunk_bytes: 0,
+        }
+    }
+
+    /// Units in chunk number `i`.
+    #[inline]
+    fn chunk_units(i: usize) -> usize {
+        if i >= 11 {
+            CHUNK_UNITS
+        } else {
+            (FIRST_CHUNK_UNITS << i).min(CHUNK_UNITS)
+        }
+    }
+
+    fn chunk_layout(i: usize) -> Layout {
+        // Cannot fail: at most 1 MiB, power-of-two alignment.
+        Layout::from_size_align(Self::chunk_units(i) * UNIT, UNIT).expect("chunk layout")
+    }
+
+    /// Whether `blocks` more allocations of up to [`MAX_BLOCK_UNITS`] each are
+    /// certain to succeed without exhausting the index space. Checked before
+    /// a tree operation starts so that it never fails half-way.
+    pub(crate) fn has_room_for(&self, blocks: usize) -> bool {
+        // Opening chunks until one fits a block takes at most three (64, 128,
+        // 256 units); after that each chunk fits many blocks.
+        self.untouched_units() >= blocks * MAX_BLOCK_UNITS
+            || self.chunks.len() + 3 + blocks <= MAX_CHUNKS
+    }
+
+    /// Allocates a block of `units` units (1..=[`MAX_BLOCK_UNITS`]).
+    ///
+    /// The block's contents are unspecified but initialized bytes. Panics if the
+    /// index space is exhausted (callers check [`Arena::has_room_for`] first);
+    /// aborts through `handle_alloc_error` if the system allocator fails, as the
+    /// standard collections do.
+    #[inline]
+    pub(crate) fn alloc(&mut self, units: usize) -> BlockIdx {
+        debug_assert!((1..=MAX_BLOCK_UNITS).contains(&units));
+        let head = self.free[units];
+        if head != 0 {
+            let idx = BlockIdx(head);
+            // SAFETY: invariant 3: `head` names a free block whose first 4 bytes
+            // hold the next index.
+            self.free[units] = unsafe { self.ptr(idx).cast::<u32>().read_unaligned() };
+            return idx;
+        }
+        self.bump(units)
+    }
+
+    #[inline]
+    fn bump(&mut self, units: usize) -> BlockIdx {
+        while self.untouched_units() < units {
+            self.new_chunk();
+        }
+        let chunk = self.chunks.len() - 1;
+        let idx = BlockIdx(((chunk << CHUNK_SHIFT) | self.used) as u32);
+        self.used += units;
+        idx
+    }
+
+    #[cold]
+    fn new_chunk(&mut self) {
+        // Whatever is left of the current chunk becomes a free block, so no
+        // unit is lost (it is smaller than the block that did not fit, hence
+        // at most MAX_BLOCK_UNITS).
+        if let Some(last) = self.chunks.len().checked_sub(1) {
+            let rest = Self::chunk_units(last) - self.used;
+            if rest > 0 {
+                let idx = BlockIdx(((last << CHUNK_SHIFT) | self.used) as u32);
+                self.used += rest;
+                // SAFETY: the tail was never handed out (invariant 2) and is
+                // `rest` <= MAX_BLOCK_UNITS units long.
+                unsafe { self.free(idx, rest) };
+            }
+        }
+        let i = self.chunks.len();
+        assert!(
+            i < MAX_CHUNKS,
+            "memkv arena exhausted: the tree holds 16 GiB"
+        );
+        let layout = Self::chunk_layout(i);
+        // SAFETY: the layout has non-zero size. Zeroed so that every byte of
+        // the arena is initialized from the start.
+        let ptr = unsafe { alloc::alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(ptr) else {
+            alloc::handle_alloc_error(layout)
+        };
+        self.chunks.push(ptr);
+        self.chunk_bytes += layout.size();
+        // Unit 0 of chunk 0 stays unused so that index 0 means "none".
+        self.used = usize::from(i == 0);
+    }
+
+    /// Returns a block to its free list.
+    ///
+    /// # Safety
+    /// `idx` must name a live block of exactly `units` units from this arena,
+    /// and nothing may use the block afterwards.
+    #[inline]
+    pub(crate) unsafe fn free(&mut self, idx: BlockIdx, units: usize) {
+        debug_assert!((1..=MAX_BLOCK_UNITS).contains(&units));
+        // SAFETY: the caller passes a live block of ours; a block is at least
+        // one unit (8 bytes), room for the 4-byte link.
+        unsafe {
+            self.ptr(idx)
+                .cast::<u32>()
+                .write_unaligned(self.free[units])
+        };
+        self.free[units] = idx.0;
+    }
+
+    /// The address of a block.
+    ///
+    /// # Safety
+    /// `idx` must have been returned by `alloc` on this arena (the block may
+    /// have been freed since; the address is still inside a chunk).
+    #[inline(always)]
+    pub(crate) unsafe fn ptr(&self, idx: BlockIdx) -> *mut u8 {
+        debug_assert!(idx.chunk() < self.chunks.len());
+        // SAFETY: indices come from `alloc`, so the chunk exists (invariant 1)
+        // and the offset is inside it.
+        unsafe {
+            self.chunks
+                .get_unchecked(idx.chunk())
+                .as_ptr()
+                .add(idx.offset_bytes())
+        }
+    }
+
+    /// Frees every chunk; all indices become invalid.
+    pub(crate) fn reset(&mut self) {
+        for (i, chunk) in self.chunks.drain(..).enumerate() {
+            // SAFETY: invariant 1: allocated with exactly this layout.
+            unsafe { alloc::dealloc(chunk.as_ptr(), Self::chunk_layout(i)) };
+        }
+        self.chunks = Vec::new();
+        self.used = 0;
+        self.free.fill(0);
+        self.chunk_bytes = 0;
+    }
+
+    /// Heap bytes held: chunks, the chunk table and the free-list heads.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.chunk_bytes
+            + self.chunks.capacity() * size_of::<NonNull<u8>>()
+            + size_of::<[u32; MAX_BLOCK_UNITS + 1]>()
+    }
+
+    /// Units available to blocks: all chunk units but the reserved unit 0.
+    pub(crate) fn total_units(&self) -> usize {
+        (0..self.chunks.len()).map(Self::chunk_units).sum::<usize>()
+            - usize::from(!self.chunks.is_empty())
+    }
+
+    /// Units never handed out (the tail of the last chunk).
+    pub(crate) fn untouched_units(&self) -> usize {
+        match self.chunks.len() {
+            0 => 0,
+            n => Self::chunk_units(n - 1) - self.used,
+        }
+    }
+
+    /// Units on the free lists. Walks every list: for checks and statistics.
+    pub(crate) fn free_units(&self) -> usize {
+        let mut total = 0;
+        for (units, &head) in self.free.iter().enumerate() {
+            let mut next = head;
+            while next != 0 {
+                total += units;
+                // SAFETY: invariant 3.
+                next = unsafe { self.ptr(BlockIdx(next)).cast::<u32>().read_unaligned() };
+            }
+        }
+        total
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        self.reset();
+    }
+}
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arena")
+            .field("chunks", &self.chunks.len())
+            .field("chunk_bytes", &self.chunk_bytes)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_do_not_overlap_and_are_reused_by_size() {
+        let mut arena = Arena::new();
+        let mut blocks = Vec::new();
+        for i in 0..10_000usize {
+            let units = 1 + i % 40;
+            let idx = arena.alloc(units);
+            assert_ne!(idx.0, 0, "index 0 is reserved");
+            // SAFETY: a fresh block of `units` units.
+            unsafe { std::ptr::write_bytes(arena.ptr(idx), (i % 251) as u8, units * UNIT) };
+            blocks.push((idx, units, (i % 251) as u8));
+        }
+        for &(idx, units, byte) in &blocks {
+            // SAFETY: live blocks written above.
+            let bytes = unsafe { std::slice::from_raw_parts(arena.ptr(idx), units * UNIT) };
+            assert!(
+                bytes.iter().all(|&b| b == byte),
+                "a block was overwritten by another"
+            );
+        }
+        let accounted = blocks.iter().map(|b| b.1).sum::<usize>()
+            + arena.free_units()
+            + arena.untouched_units();
+        assert_eq!(accounted, arena.total_units());
+        let (idx, units, _) = blocks[123];
+        // SAFETY: live block of that size, not used again.
+        unsafe { arena.free(idx, units) };
+        assert_eq!(
+            arena.alloc(units),
+            idx,
+            "a freed block is reused by the next allocation of its size"
+        );
+    }
+
+    #[test]
+    fn small_arenas_stay_small() {
+        let mut arena = Arena::new();
+        arena.alloc(2);
+        assert!(
+            arena.heap_bytes() < 4096,
+            "{} bytes for one block",
+            arena.heap_bytes()
+        );
+    }
+}

@@ -1,0 +1,429 @@
+//! Ordered traversal: cursors that walk the tree forwards or backwards and
+//! build each key in one reusable buffer.
+//!
+//! A cursor is a stack of frames, one per inner node on the path to the
+//! current leaf, each with the next position to visit (see [`Slot`]) and the
+//! length of the key buffer at that node. The bottom frame is *virtual*: its
+//! only child is the root of the (sub)tree being walked, reached without an
+//! edge byte, so a lone leaf at the root needs no special case.
+//!
+//! Positions run 0 (the terminal) and then one per child in edge order. A
+//! forward frame's `pos` is the next position to visit (inclusive); a backward
+//! frame's is an exclusive upper bound.
+//!
+//! Cursors hold references, not borrows: every step takes the tree, so a
+//! cursor can live inside an iterator that also owns (or borrows) the tree.
+
+use std::ops::Bound;
+
+use super::node::{Slot, read_ref};
+use super::{RawArt, is_leaf};
+
+/// The frame over the walked subtree's root. Never a node reference (those
+/// have the low bit clear).
+const VIRTUAL: u32 = 1;
+
+/// A backward frame's starting bound: above every position (0..=256).
+const BACK_START: u16 = 258;
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    node: u32,
+    pos: u16,
+    key_len: usize,
+}
+
+/// One end of a traversal.
+#[derive(Clone, Debug)]
+pub(crate) struct Cursor {
+    stack: Vec<Frame>,
+    key: Vec<u8>,
+    /// The walked subtree's root.
+    root: u32,
+}
+
+impl Cursor {
+    /// A cursor before the first leaf of the subtree `root`, whose keys start
+    /// with `base`.
+    pub(crate) fn front(root: u32, base: &[u8]) -> Cursor {
+        let mut c = Cursor {
+            stack: Vec::new(),
+            key: base.to_vec(),
+            root,
+        };
+        if root != 0 {
+            c.stack.push(Frame {
+                node: VIRTUAL,
+                pos: 1,
+                key_len: base.len(),
+            });
+        }
+        c
+    }
+
+    /// A cursor after the last leaf of the subtree `root`.
+    pub(crate) fn back(root: u32, base: &[u8]) -> Cursor {
+        let mut c = Cursor {
+            stack: Vec::new(),
+            key: base.to_vec(),
+            root,
+        };
+        if root != 0 {
+            c.stack.push(Frame {
+                node: VIRTUAL,
+                pos: 2,
+                key_len: base.len(),
+            });
+        }
+        c
+    }
+
+    /// The key of the leaf last returned.
+    #[inline]
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// Steps into `slot` of the top frame: extends the key, and either
+    /// returns the leaf found or pushes a frame for the node found.
+    #[inline]
+    fn enter<V>(&mut self, art: &RawArt<V>, slot: Slot, forward: bool) -> Option<u32> {
+        let base = self.stack.last().expect("a frame").key_len;
+        self.key.truncate(base);
+        if let Some(edge) = slot.edge {
+            self.key.push(edge);
+        }
+        if is_leaf(slot.child) {
+            self.key.extend_from_slice(art.leaf_suffix(slot.child));
+            return Some(slot.child);
+        }
+        self.key.extend_from_slice(art.node(slot.child).prefix());
+        let pos = if forward { 0 } else { BACK_START };
+        self.stack.push(Frame {
+            node: slot.child,
+            pos,
+            key_len: self.key.len(),
+        });
+        None
+    }
+
+    /// The next leaf in key order.
+    pub(crate) fn next<V>(&mut self, art: &RawArt<V>) -> Option<u32> {
+        loop {
+            let root = self.root;
+            let top = self.stack.last_mut()?;
+            let slot = if top.node == VIRTUAL {
+                (top.pos <= 1).then_some(Slot {
+                    pos: 1,
+                    edge: None,
+                    child: root,
+                })
+            } else {
+                art.node(top.node).next_at(top.pos)
+            };
+            match slot {
+                None => {
+                    self.stack.pop();
+                }
+                Some(slot) => {
+                    top.pos = slot.pos + 1;
+                    if let Some(leaf) = self.enter(art, slot, true) {
+                        return Some(leaf);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The previous leaf in key order.
+    pub(crate) fn prev<V>(&mut self, art: &RawArt<V>) -> Option<u32> {
+        loop {
+            let root = self.root;
+            let top = self.stack.last_mut()?;
+            let slot = if top.node == VIRTUAL {
+                (top.pos >= 2).then_some(Slot {
+                    pos: 1,
+                    edge: None,
+                    child: root,
+                })
+            } else if top.pos == 0 {
+                None
+            } else {
+                art.node(top.node).prev_at(top.pos - 1)
+            };
+            match slot {
+                None => {
+                    self.stack.pop();
+                }
+                Some(slot) => {
+                    top.pos = slot.pos;
+                    if let Some(leaf) = self.enter(art, slot, false) {
+                        return Some(leaf);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A forward cursor over the whole tree whose first leaf is the first key
+    /// `>= bound`.
+    pub(crate) fn seek_ge<V>(art: &RawArt<V>, bound: &[u8]) -> Cursor {
+        let mut c = Cursor::front(art.root(), &[]);
+        let mut r = art.root();
+        let mut depth = 0;
+        let mut edge = None;
+        // Loop invariant: the top frame's position is that of `r`, and the key
+        // spelled down to `r` equals `bound[..depth]`.
+        while r != 0 {
+            let rest = &bound[depth..];
+            let top = c.stack.len() - 1;
+            if is_leaf(r) {
+                if art.leaf_suffix(r) < rest {
+                    c.stack[top].pos += 1; // the leaf is below the bound: skip it
+                }
+                return c;
+            }
+            let node = art.node(r);
+            let prefix = node.prefix();
+            let m = prefix.len().min(rest.len());
+            match prefix[..m].cmp(&rest[..m]) {
+                std::cmp::Ordering::Less => {
+                    c.stack[top].pos += 1; // the whole subtree is below
+                    return c;
+                }
+                // Above the bound, or extending it: the whole subtree counts.
+                std::cmp::Ordering::Greater => return c,
+                std::cmp::Ordering::Equal if rest.len() <= prefix.len() => return c,
+                std::cmp::Ordering::Equal => {}
+            }
+            // Descend: once `r` is done the top frame continues after it.
+            c.stack[top].pos += 1;
+            c.key.truncate(c.stack[top].key_len);
+            c.key.extend(edge);
+            c.key.extend_from_slice(prefix);
+            depth += prefix.len();
+            let byte = bound[depth];
+            // The terminal is shorter than the bound; edges below `byte` are
+            // below it too.
+            c.stack.push(Frame {
+                node: r,
+                pos: node.position_of(byte),
+                key_len: c.key.len(),
+            });
+            let child = node.find(byte);
+            if child.is_null() {
+                return c;
+            }
+            r = read_ref(child);
+            edge = Some(byte);
+            depth += 1;
+        }
+        c
+    }
+
+    /// A backward cursor over the whole tree whose first leaf is the last key
+    /// `<= bound`.
+    pub(crate) fn seek_le<V>(art: &RawArt<V>, bound: &[u8]) -> Cursor {
+        let mut c = Cursor::back(art.root(), &[]);
+        let mut r = art.root();
+        let mut depth = 0;
+        let mut edge = None;
+        // Loop invariant: the top frame's (exclusive) position is just past
+        // that of `r`, and the key spelled down to `r` equals `bound[..depth]`.
+        while r != 0 {
+            let rest = &bound[depth..];
+            let top = c.stack.len() - 1;
+            if is_leaf(r) {
+                if art.leaf_suffix(r) > rest {
+                    c.stack[top].pos -= 1; // the leaf is above the bound: skip it
+                }
+                return c;
+            }
+            let node = art.node(r);
+            let prefix = node.prefix();
+            let m = prefix.len().min(rest.len());
+            match prefix[..m].cmp(&rest[..m]) {
+                std::cmp::Ordering::Less => return c, // the whole subtree is below
+                std::cmp::Ordering::Greater => {
+                    c.stack[top].pos -= 1;
+                    return c;
+                }
+                // Every key below extends the bound, so is above it.
+                std::cmp::Ordering::Equal if rest.len() < prefix.len() => {
+                    c.stack[top].pos -= 1;
+                    return c;
+                }
+                std::cmp::Ordering::Equal => {}
+            }
+            c.stack[top].pos -= 1;
+            c.key.truncate(c.stack[top].key_len);
+            c.key.extend(edge);
+            c.key.extend_from_slice(prefix);
+            depth += prefix.len();
+            if depth == bound.len() {
+                // Only the terminal (equal to the bound) is not above it.
+                c.stack.push(Frame {
+                    node: r,
+                    pos: 1,
+                    key_len: c.key.len(),
+                });
+                return c;
+            }
+            let byte = bound[depth];
+            let child = node.find(byte);
+            let pos = node.position_of(byte) + u16::from(!child.is_null());
+            c.stack.push(Frame {
+                node: r,
+                pos,
+                key_len: c.key.len(),
+            });
+            if child.is_null() {
+                return c;
+            }
+            r = read_ref(child);
+            edge = Some(byte);
+            depth += 1;
+        }
+        c
+    }
+}
+
+/// A double-ended traversal of a subtree or a key range: two lazily started
+/// cursors that stop when they meet or cross a bound.
+#[derive(Clone, Debug)]
+pub(crate) struct RawIter {
+    front: Option<Cursor>,
+    back: Option<Cursor>,
+    root: u32,
+    base: Vec<u8>,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    /// The leaves each end returned last (0: none yet). The ends have met
+    /// when one is about to return the other's last leaf.
+    last_front: u32,
+    last_back: u32,
+    done: bool,
+}
+
+impl RawIter {
+    /// All of `art`.
+    pub(crate) fn all<V>(art: &RawArt<V>) -> RawIter {
+        RawIter::subtree(art.root(), Vec::new())
+    }
+
+    /// The subtree at `root`, whose keys all start with `base`.
+    pub(crate) fn subtree(root: u32, base: Vec<u8>) -> RawIter {
+        RawIter {
+            front: None,
+            back: None,
+            root,
+            base,
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+            last_front: 0,
+            last_back: 0,
+            done: root == 0,
+        }
+    }
+
+    /// The keys of `art` within the bounds. Inverted bounds give nothing.
+    pub(crate) fn range<V>(
+        art: &RawArt<V>,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+    ) -> RawIter {
+        let empty = match (&lower, &upper) {
+            (Bound::Included(a), Bound::Included(b)) => a > b,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                a >= b
+            }
+            _ => false,
+        };
+        let mut it = RawIter::all(art);
+        it.done |= empty;
+        it.lower = lower;
+        it.upper = upper;
+        it
+    }
+
+    /// The key of the entry `next` returned last.
+    #[inline]
+    pub(crate) fn front_key(&self) -> &[u8] {
+        self.front.as_ref().map_or(&[], |c| c.key())
+    }
+
+    /// The key of the entry `next_back` returned last.
+    #[inline]
+    pub(crate) fn back_key(&self) -> &[u8] {
+        self.back.as_ref().map_or(&[], |c| c.key())
+    }
+
+    /// The next leaf from the front.
+    pub(crate) fn next<V>(&mut self, art: &RawArt<V>) -> Option<u32> {
+        if self.done {
+            return None;
+        }
+        let front = self.front.get_or_insert_with(|| match &self.lower {
+            Bound::Unbounded => Cursor::front(self.root, &self.base),
+            Bound::Included(k) | Bound::Excluded(k) => Cursor::seek_ge(art, k),
+        });
+        let mut leaf = front.next(art);
+        if self.last_front == 0 {
+            // Only the first key can equal an excluded lower bound.
+            if let (Some(_), Bound::Excluded(k)) = (leaf, &self.lower) {
+                if front.key() == k.as_slice() {
+                    leaf = front.next(art);
+                }
+            }
+        }
+        let past_end = match &self.upper {
+            Bound::Included(k) => front.key() > k.as_slice(),
+            Bound::Excluded(k) => front.key() >= k.as_slice(),
+            Bound::Unbounded => false,
+        };
+        match leaf {
+            Some(leaf) if leaf != self.last_back && !past_end => {
+                self.last_front = leaf;
+                Some(leaf)
+            }
+            _ => {
+                self.done = true;
+                None
+            }
+        }
+    }
+
+    /// The next leaf from the back.
+    pub(crate) fn next_back<V>(&mut self, art: &RawArt<V>) -> Option<u32> {
+        if self.done {
+            return None;
+        }
+        let back = self.back.get_or_insert_with(|| match &self.upper {
+            Bound::Unbounded => Cursor::back(self.root, &self.base),
+            Bound::Included(k) | Bound::Excluded(k) => Cursor::seek_le(art, k),
+        });
+        let mut leaf = back.prev(art);
+        if self.last_back == 0 {
+            if let (Some(_), Bound::Excluded(k)) = (leaf, &self.upper) {
+                if back.key() == k.as_slice() {
+                    leaf = back.prev(art);
+                }
+            }
+        }
+        let past_start = match &self.lower {
+            Bound::Included(k) => back.key() < k.as_slice(),
+            Bound::Excluded(k) => back.key() <= k.as_slice(),
+            Bound::Unbounded => false,
+        };
+        match leaf {
+            Some(leaf) if leaf != self.last_front && !past_start => {
+                self.last_back = leaf;
+                Some(leaf)
+            }
+            _ => {
+                self.done = true;
+                None
+            }
+        }
+    }
+}

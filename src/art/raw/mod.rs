@@ -1,0 +1,890 @@
+//! The raw adaptive radix tree under [`FastArt`](crate::FastArt).
+//!
+//! # Structure
+//! A tree of inner nodes ([`node`]) and leaves ([`leaf`]), all allocated from
+//! one [`Arena`] and named by 32-bit *references*:
+//!
+//! ```text
+//!  reference (u32) = block index << 1 | is_leaf        0 = no reference
+//! ```
+//!
+//! A key is spelled by the path from the root: each inner node contributes its
+//! prefix and then one edge byte to the child taken; a leaf contributes its
+//! suffix. A leaf in a node's *terminal* slot is reached without an edge byte,
+//! and has an empty suffix. The depth of a node or leaf is the number of key
+//! bytes spelled before it.
+//!
+//! # Invariants
+//! Everything in this module relies on these; [`RawArt::check`] verifies them.
+//! 1. `root` is 0 exactly when `len` is 0; otherwise it and every reference
+//!    stored in a node names a live block of the arena, of the kind its tag
+//!    says, reachable from exactly one slot.
+//! 2. The size of every live block equals the size computed from its contents
+//!    (`Node::units`, `Leaf::stored_units`), so blocks are freed with the size
+//!    they were allocated with.
+//! 3. A node's child count suits its kind (`Kind::allows`), Node4/Node16 keys
+//!    are strictly ascending, Node48 slots are dense and indexed exactly once,
+//!    and Node256 counts its non-zero slots.
+//! 4. Every inner node holds at least two entries (children plus terminal):
+//!    a node left with one is merged into its parent's slot.
+//! 5. A terminal leaf has an empty suffix.
+//! 6. `len` is the number of leaves, each holding one live value; keys spelled
+//!    by distinct leaves are distinct.
+//! 7. `heap_extra` is the sum of the out-of-line string lengths and boxed value
+//!    sizes of all live blocks.
+//!
+//! Only operations on `&mut self` change the tree, so a pointer obtained from
+//! `&self` (a value, a key slice) stays valid for that borrow.
+
+mod arena;
+mod bytes;
+mod cursor;
+mod leaf;
+mod node;
+mod search;
+
+use std::marker::PhantomData;
+use std::mem;
+
+use self::arena::{Arena, BlockIdx, UNIT};
+use self::leaf::Leaf;
+use self::node::{Kind, Node, PrefixSource, Spec, read_ref, write_ref};
+
+pub(crate) use self::cursor::RawIter;
+
+/// Whether a reference names a leaf.
+#[inline(always)]
+pub(crate) fn is_leaf(r: u32) -> bool {
+    r & 1 == 1
+}
+
+#[inline(always)]
+fn block(r: u32) -> BlockIdx {
+    BlockIdx(r >> 1)
+}
+
+#[inline(always)]
+fn leaf_ref(idx: BlockIdx) -> u32 {
+    (idx.0 << 1) | 1
+}
+
+#[inline(always)]
+fn node_ref(idx: BlockIdx) -> u32 {
+    idx.0 << 1
+}
+
+/// Length of the common prefix of two byte strings.
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    // Eight bytes at a time: prefixes and suffixes are short, but the keys
+    // they are compared against share long runs.
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// What to do to a node's children when rebuilding it.
+#[derive(Clone, Copy, Debug)]
+enum ChildChange {
+    None,
+    Insert(u8, u32),
+    Remove(u8),
+}
+
+/// Counts of what a tree holds; see [`crate::art::ArtStats`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RawStats {
+    pub(crate) leaves: usize,
+    pub(crate) nodes: [usize; 4],
+    pub(crate) leaf_bytes: usize,
+    pub(crate) node_bytes: usize,
+    pub(crate) free_bytes: usize,
+    pub(crate) out_of_line_bytes: usize,
+    pub(crate) max_depth: usize,
+}
+
+/// The tree. See the module docs for its invariants.
+pub(crate) struct RawArt<V> {
+    arena: Arena,
+    root: u32,
+    len: usize,
+    heap_extra: usize,
+    /// Reused by node rebuilds so they do not allocate.
+    scratch: Vec<(u8, u32)>,
+    _values: PhantomData<V>,
+}
+
+impl<V> RawArt<V> {
+    pub(crate) fn new() -> Self {
+        RawArt {
+            arena: Arena::new(),
+            root: 0,
+            len: 0,
+            heap_extra: 0,
+            scratch: Vec::new(),
+            _values: PhantomData,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub(crate) fn root(&self) -> u32 {
+        self.root
+    }
+
+    /// Heap bytes held by the tree.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.arena.heap_bytes() + self.heap_extra + self.scratch.capacity() * size_of::<(u8, u32)>()
+    }
+
+    #[inline(always)]
+    fn ptr(&self, r: u32) -> *mut u8 {
+        // SAFETY: invariant 1: references stored in the tree name live blocks.
+        unsafe { self.arena.ptr(block(r)) }
+    }
+
+    #[inline(always)]
+    pub(crate) fn node(&self, r: u32) -> Node {
+        debug_assert!(r != 0 && !is_leaf(r));
+        // SAFETY: invariant 1: `r` names a live node block.
+        unsafe { Node::from_ptr(self.ptr(r)) }
+    }
+
+    /// The suffix stored in leaf `r`; valid while the tree is borrowed.
+    #[inline(always)]
+    pub(crate) fn leaf_suffix(&self, r: u32) -> &[u8] {
+        debug_assert!(is_leaf(r));
+        // SAFETY: invariant 1: `r` names a live leaf.
+        unsafe { Leaf::<V>::suffix(self.ptr(r)) }
+    }
+
+    /// The suffix stored in leaf `r`, not tied to a borrow of the tree: for
+    /// changes that read a leaf while allocating. Valid until the leaf is freed.
+    #[inline(always)]
+    fn suffix_of<'x>(&self, r: u32) -> &'x [u8] {
+        debug_assert!(is_leaf(r));
+        // SAFETY: invariant 1: `r` names a live leaf; callers drop the slice
+        // before freeing it (the arena never moves blocks).
+        unsafe { Leaf::<V>::suffix(self.ptr(r)) }
+    }
+
+    /// The value of leaf `r`.
+    #[inline(always)]
+    pub(crate) fn leaf_value(&self, r: u32) -> *mut V {
+        debug_assert!(is_leaf(r));
+        // SAFETY: invariants 1 and 6: a live leaf holds a live value.
+        unsafe { Leaf::<V>::value(self.ptr(r)) }
+    }
+
+    /// Moves the value out of leaf `r`, leaving the leaf without one.
+    ///
+    /// # Safety
+    /// The leaf's value must not be used again: the tree may afterwards only
+    /// be freed with [`RawArt::forget_values_and_clear`].
+    #[inline]
+    pub(crate) unsafe fn take_value(&self, r: u32) -> V {
+        // SAFETY: a live leaf with a live value (invariant 6), taken once per
+        // the contract.
+        unsafe { Leaf::<V>::take_value(self.ptr(r)) }
+    }
+
+    /// The subtree holding exactly the keys that start with `prefix`, and the
+    /// key bytes spelled above it.
+    pub(crate) fn prefix_root(&self, prefix: &[u8]) -> Option<(u32, Vec<u8>)> {
+        let mut r = self.root;
+        let mut base = Vec::new();
+        loop {
+            let rest = &prefix[base.len()..];
+            if r == 0 {
+                return None;
+            }
+            if rest.is_empty() {
+                return Some((r, base));
+            }
+            if is_leaf(r) {
+                return self.leaf_suffix(r).starts_with(rest).then_some((r, base));
+            }
+            let node = self.node(r);
+            let own = node.prefix();
+            let m = own.len().min(rest.len());
+            if own[..m] != rest[..m] {
+                return None;
+            }
+            if rest.len() <= own.len() {
+                return Some((r, base));
+            }
+            base.extend_from_slice(own);
+            let byte = prefix[base.len()];
+            let child = node.find(byte);
+            if child.is_null() {
+                return None;
+            }
+            base.push(byte);
+            r = read_ref(child);
+        }
+    }
+
+    /// The value stored under `key`.
+    #[inline]
+    pub(crate) fn get(&self, key: &[u8]) -> Option<*mut V> {
+        let mut r = self.root;
+        let mut depth = 0;
+        loop {
+            if r == 0 {
+                return None;
+            }
+            if is_leaf(r) {
+                return (self.leaf_suffix(r) == &key[depth..]).then(|| self.leaf_value(r));
+            }
+            let node = self.node(r);
+            let prefix = node.prefix();
+            let rest = &key[depth..];
+            if rest.len() < prefix.len() || &rest[..prefix.len()] != prefix {
+                return None;
+            }
+            depth += prefix.len();
+            if depth == key.len() {
+                // Invariant 5: the terminal's suffix is empty, so it matches.
+                let t = node.terminal();
+                return (t != 0).then(|| self.leaf_value(t));
+            }
+            let slot = node.find(key[depth]);
+            if slot.is_null() {
+                return None;
+            }
+            r = read_ref(slot);
+            depth += 1;
+        }
+    }
+
+    /// Whether one more insert is certain to find arena room (an insert
+    /// allocates at most three blocks).
+    pub(crate) fn has_room_for_insert(&self) -> bool {
+        self.arena.has_room_for(3)
+    }
+
+    /// Inserts or replaces; returns the old value and a pointer to the value
+    /// now stored under `key`.
+    pub(crate) fn insert(&mut self, key: &[u8], value: V) -> (Option<V>, *mut V) {
+        // The slot holding the reference being looked at: the root, or a slot
+        // inside a node. Node blocks never move while we hold the pointer: the
+        // arena does not move blocks, and only the node being changed is freed.
+        let mut slot: *mut u8 = (&raw mut self.root).cast();
+        let mut depth = 0;
+        loop {
+            let r = read_ref(slot);
+            let rest = &key[depth..];
+            if r == 0 {
+                // Invariant 1: only an empty tree has an empty slot.
+                let leaf = self.new_leaf(&[rest], value);
+                return self.finish_insert(slot, leaf, leaf);
+            }
+            if is_leaf(r) {
+                let suffix = self.suffix_of(r);
+                if suffix == rest {
+                    let v = self.leaf_value(r);
+                    // SAFETY: invariant 6: a live value, exclusively ours.
+                    return (Some(mem::replace(unsafe { &mut *v }, value)), v);
+                }
+                // Lazy expansion ends here: both keys get a node at this depth
+                // spelling their common part.
+                let common = common_prefix(suffix, rest);
+                let new_leaf = self.new_leaf(&[rest.get(common + 1..).unwrap_or_default()], value);
+                let old_edge = suffix.get(common).copied();
+                // Reads `suffix` before freeing it.
+                let old_leaf =
+                    self.rebuild_leaf(r, &[suffix.get(common + 1..).unwrap_or_default()]);
+                let node = self.new_fork(
+                    &rest[..common],
+                    (old_edge, old_leaf),
+                    (rest.get(common).copied(), new_leaf),
+                );
+                return self.finish_insert(slot, node, new_leaf);
+            }
+            let node = self.node(r);
+            let prefix = node.prefix();
+            let common = common_prefix(prefix, rest);
+            if common < prefix.len() {
+                // The key leaves the node's prefix: fork above the node.
+                let new_leaf = self.new_leaf(&[rest.get(common + 1..).unwrap_or_default()], value);
+                let old_edge = prefix[common];
+                let lower =
+                    self.rebuild_node(r, Some(&[&prefix[common + 1..]]), None, ChildChange::None);
+                let fork = self.new_fork(
+                    &rest[..common],
+                    (Some(old_edge), lower),
+                    (rest.get(common).copied(), new_leaf),
+                );
+                return self.finish_insert(slot, fork, new_leaf);
+            }
+            depth += prefix.len();
+            if depth == key.len() {
+                let t = node.terminal();
+                if t != 0 {
+                    let v = self.leaf_value(t);
+                    // SAFETY: invariant 6: a live value, exclusively ours.
+                    return (Some(mem::replace(unsafe { &mut *v }, value)), v);
+                }
+                let leaf = self.new_leaf(&[], value);
+                let grown = self.rebuild_node(r, None, Some(leaf), ChildChange::None);
+                return self.finish_insert(slot, grown, leaf);
+            }
+            let byte = key[depth];
+            let child = node.find(byte);
+            if child.is_null() {
+                let leaf = self.new_leaf(&[&key[depth + 1..]], value);
+                let grown = self.add_child(r, byte, leaf);
+                return self.finish_insert(slot, grown, leaf);
+            }
+            slot = child;
+            depth += 1;
+        }
+    }
+
+    #[inline]
+    fn finish_insert(&mut self, slot: *mut u8, new: u32, leaf: u32) -> (Option<V>, *mut V) {
+        write_ref(slot, new);
+        self.len += 1;
+        (None, self.leaf_value(leaf))
+    }
+
+    /// A new Node4 at a fork: entries `a` and `b` with distinct edges, where
+    /// an edge of `None` is the terminal.
+    fn new_fork(&mut self, prefix: &[u8], a: (Option<u8>, u32), b: (Option<u8>, u32)) -> u32 {
+        let (terminal, children) = match (a, b) {
+            ((None, t), (Some(e), c)) | ((Some(e), c), (None, t)) => (t, [(e, c), (0, 0)]),
+            ((Some(x), cx), (Some(y), cy)) => {
+                debug_assert_ne!(x, y);
+                (
+                    0,
+                    if x < y {
+                        [(x, cx), (y, cy)]
+                    } else {
+                        [(y, cy), (x, cx)]
+                    },
+                )
+            }
+            ((None, _), (None, _)) => unreachable!("two keys end at the same depth only if equal"),
+        };
+        let n = if terminal == 0 { 2 } else { 1 };
+        self.build_node(&Spec {
+            kind: Kind::Node4,
+            prefix: PrefixSource::New(&[prefix]),
+            terminal,
+            children: &children[..n],
+        })
+    }
+
+    fn new_leaf(&mut self, suffix: &[&[u8]], value: V) -> u32 {
+        let len = suffix.iter().map(|p| p.len()).sum();
+        let idx = self.arena.alloc(Leaf::<V>::units(len));
+        // SAFETY: a fresh block of `units(len)` units: room for the value and
+        // a field of `len` bytes; the parts come from elsewhere.
+        unsafe {
+            let p = self.arena.ptr(idx);
+            Leaf::write_value(p, value);
+            self.heap_extra +=
+                bytes::write(Leaf::<V>::suffix_field(p), suffix) + Leaf::<V>::BOXED_VALUE_BYTES;
+        }
+        leaf_ref(idx)
+    }
+
+    /// Moves leaf `r`'s value into a new leaf with suffix `suffix` (which may
+    /// borrow from the old leaf) and frees the old one.
+    fn rebuild_leaf(&mut self, r: u32, suffix: &[&[u8]]) -> u32 {
+        let old = self.ptr(r);
+        let len = suffix.iter().map(|p| p.len()).sum();
+        let idx = self.arena.alloc(Leaf::<V>::units(len));
+        // SAFETY: invariants 1-2: `old` is a live leaf of `stored_units`; the new
+        // block is fresh and distinct from it, with room for the new suffix.
+        // The value moves bytewise; the old block is freed without dropping it.
+        unsafe {
+            let new = self.arena.ptr(idx);
+            std::ptr::copy_nonoverlapping(old, new, Leaf::<V>::VALUE_BYTES);
+            self.heap_extra += bytes::write(Leaf::<V>::suffix_field(new), suffix);
+            let old_units = Leaf::<V>::stored_units(old);
+            self.heap_extra -= bytes::free(Leaf::<V>::suffix_field(old));
+            self.arena.free(block(r), old_units);
+        }
+        leaf_ref(idx)
+    }
+
+    fn build_node(&mut self, spec: &Spec<'_>) -> u32 {
+        let idx = self.arena.alloc(spec.bytes().div_ceil(UNIT));
+        // SAFETY: a fresh block of the spec's size; sources are live elsewhere.
+        self.heap_extra += unsafe { spec.write(self.arena.ptr(idx)) };
+        node_ref(idx)
+    }
+
+    /// Rebuilds node `r` with a new prefix (or its own, moved), a new terminal
+    /// (`Some(0)` removes it) and a change of children, choosing the kind for
+    /// the new child count. Frees the old block and returns the new reference.
+    fn rebuild_node(
+        &mut self,
+        r: u32,
+        prefix: Option<&[&[u8]]>,
+        terminal: Option<u32>,
+        change: ChildChange,
+    ) -> u32 {
+        let node = self.node(r);
+        let mut children = mem::take(&mut self.scratch);
+        children.clear();
+        node.children(&mut children);
+        match change {
+            ChildChange::None => {}
+            ChildChange::Insert(byte, child) => {
+                let at = children.partition_point(|&(b, _)| b < byte);
+                children.insert(at, (byte, child));
+            }
+            ChildChange::Remove(byte) => children.retain(|&(b, _)| b != byte),
+        }
+        let spec = Spec {
+            kind: Kind::for_count(children.len(), node.kind()),
+            prefix: match prefix {
+                Some(parts) => PrefixSource::New(parts),
+                None => PrefixSource::Move(node.prefix_field()),
+            },
+            terminal: terminal.unwrap_or_else(|| node.terminal()),
+            children: &children,
+        };
+        let new = self.build_node(&spec);
+        self.scratch = children;
+        // SAFETY: invariant 2: the old node is live with `units()` units. Its
+        // prefix field is freed only if it was not moved into the new node.
+        unsafe {
+            let units = node.units();
+            if prefix.is_some() {
+                self.heap_extra -= bytes::free(node.prefix_field());
+            }
+            self.arena.free(block(r), units);
+        }
+        new
+    }
+
+    /// Adds a child on `byte` (which node `r` does not have); returns the
+    /// node's reference, new if it had to move.
+    fn add_child(&mut self, r: u32, byte: u8, child: u32) -> u32 {
+        let node = self.node(r);
+        let count = node.count();
+        match node.kind() {
+            // SAFETY: a Node48 with room, no child on `byte` (checked by the caller).
+            Kind::Node48 if count < node::NODE48_MAX => unsafe { node.node48_insert(byte, child) },
+            // SAFETY: a Node256; `byte` is free.
+            Kind::Node256 => unsafe { node.node256_set(byte, child) },
+            Kind::Node4 | Kind::Node16
+                if count < node::NODE16_MAX && self.same_units_with(node, 1) =>
+            {
+                // SAFETY: sparse, room for one more child in the same block.
+                unsafe { node.sparse_insert(byte, child) }
+            }
+            _ => return self.rebuild_node(r, None, None, ChildChange::Insert(byte, child)),
+        }
+        r
+    }
+
+    /// Whether a sparse node keeps its unit count with `delta` more children.
+    #[inline]
+    fn same_units_with(&self, node: Node, delta: isize) -> bool {
+        let grown = node.bytes() as isize + 5 * delta;
+        (grown as usize).div_ceil(UNIT) == node.units()
+    }
+
+    /// Removes `key`; returns its value.
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<V> {
+        let mut slot: *mut u8 = (&raw mut self.root).cast();
+        let mut depth = 0;
+        // The slot of the node that holds `slot`, and the edge taken (None:
+        // the terminal). None while `slot` is the root.
+        let mut parent: Option<(*mut u8, Option<u8>)> = None;
+        loop {
+            let r = read_ref(slot);
+            if r == 0 {
+                return None;
+            }
+            if is_leaf(r) {
+                if self.leaf_suffix(r) != &key[depth..] {
+                    return None;
+                }
+                // Unlink first: that may allocate (a rebuilt node), and if it
+                // panics the tree must still hold the leaf.
+                match parent {
+                    None => self.root = 0,
+                    Some((node_slot, edge)) => {
+                        let node = read_ref(node_slot);
+                        let replacement = self.remove_entry(node, edge);
+                        write_ref(node_slot, replacement);
+                    }
+                }
+                self.len -= 1;
+                return Some(self.free_leaf(r));
+            }
+            let node = self.node(r);
+            let prefix = node.prefix();
+            let rest = &key[depth..];
+            if !rest.starts_with(prefix) {
+                return None;
+            }
+            depth += prefix.len();
+            if depth == key.len() {
+                if !node.has_terminal() {
+                    return None;
+                }
+                parent = Some((slot, None));
+                slot = node.terminal_slot();
+                continue;
+            }
+            let child = node.find(key[depth]);
+            if child.is_null() {
+                return None;
+            }
+            parent = Some((slot, Some(key[depth])));
+            slot = child;
+            depth += 1;
+        }
+    }
+
+    /// Frees leaf `r` and returns its value.
+    fn free_leaf(&mut self, r: u32) -> V {
+        let p = self.ptr(r);
+        // SAFETY: invariants 1, 2, 6: a live leaf with a live value; it is
+        // unlinked by the caller and never used again.
+        unsafe {
+            let units = Leaf::<V>::stored_units(p);
+            self.heap_extra -=
+                bytes::free(Leaf::<V>::suffix_field(p)) + Leaf::<V>::BOXED_VALUE_BYTES;
+            let value = Leaf::<V>::take_value(p);
+            self.arena.free(block(r), units);
+            value
+        }
+    }
+
+    /// Takes the entry on `edge` (None: the terminal) out of node `r`, leaving
+    /// the removed leaf itself alone. Returns what the node's slot should hold.
+    fn remove_entry(&mut self, r: u32, edge: Option<u8>) -> u32 {
+        let node = self.node(r);
+        let count = node.count();
+        let entries = count + usize::from(node.has_terminal());
+        if entries == 2 {
+            // Invariant 4: one entry left, so the node merges into its slot.
+            return self.collapse(r, edge);
+        }
+        let Some(byte) = edge else {
+            return self.rebuild_node(r, None, Some(0), ChildChange::None);
+        };
+        match node.kind() {
+            // SAFETY: a Node48 with a child on `byte`, staying above its shrink point.
+            Kind::Node48 if count - 1 > node::NODE48_SHRINK => unsafe { node.node48_remove(byte) },
+            // SAFETY: a Node256 with a child on `byte`, staying above its shrink point.
+            Kind::Node256 if count - 1 > node::NODE256_SHRINK => unsafe {
+                node.node256_set(byte, 0)
+            },
+            Kind::Node4 | Kind::Node16 if count >= 2 && self.same_units_with(node, -1) => {
+                // SAFETY: sparse with a child on `byte` and one to keep; the
+                // block keeps its unit count.
+                unsafe { node.sparse_remove(byte) }
+            }
+            _ => return self.rebuild_node(r, None, None, ChildChange::Remove(byte)),
+        }
+        r
+    }
+
+    /// Replaces node `r`, which is left with a single entry after removing the
+    /// one on `removed`, by that entry with the node's prefix (and edge)
+    /// prepended to it.
+    fn collapse(&mut self, r: u32, removed: Option<u8>) -> u32 {
+        let node = self.node(r);
+        let prefix = node.prefix();
+        let (edge, child) = match removed {
+            Some(_) if node.has_terminal() => (None, node.terminal()),
+            _ => {
+                let mut pos = 1;
+                loop {
+                    let slot = node
+                        .next_at(pos)
+                        .expect("a node with two entries has the other one");
+                    if slot.edge != removed {
+                        break (slot.edge, slot.child);
+                    }
+                    pos = slot.pos + 1;
+                }
+            }
+        };
+        let edge_bytes = edge.map(|b| [b]);
+        let edge_bytes: &[u8] = edge_bytes.as_ref().map_or(&[], |b| &b[..]);
+        let merged = if is_leaf(child) {
+            let suffix = self.suffix_of(child);
+            self.rebuild_leaf(child, &[prefix, edge_bytes, suffix])
+        } else {
+            let child_prefix = self.node(child).prefix();
+            self.rebuild_node(
+                child,
+                Some(&[prefix, edge_bytes, child_prefix]),
+                None,
+                ChildChange::None,
+            )
+        };
+        // SAFETY: invariant 2; the node is unlinked by the caller, its prefix
+        // was copied above.
+        unsafe {
+            let units = node.units();
+            self.heap_extra -= bytes::free(node.prefix_field());
+            self.arena.free(block(r), units);
+        }
+        merged
+    }
+
+    /// Drops every value and frees everything; the tree is empty afterwards.
+    /// A panicking `V::drop` does not stop the others from being dropped, and
+    /// nothing leaks (a second panic aborts, as in the standard collections).
+    pub(crate) fn clear(&mut self) {
+        let mut teardown = Teardown {
+            art: self,
+            stack: Vec::new(),
+            drop_values: true,
+        };
+        teardown.run();
+    }
+
+    /// Frees everything without dropping values (they were moved out).
+    pub(crate) fn forget_values_and_clear(&mut self) {
+        let mut teardown = Teardown {
+            art: self,
+            stack: Vec::new(),
+            drop_values: false,
+        };
+        teardown.run();
+    }
+
+    /// Counts nodes and bytes by kind.
+    pub(crate) fn stats(&self) -> RawStats {
+        let mut stats = RawStats::default();
+        let mut children = Vec::new();
+        let mut stack = vec![(self.root, 0usize)];
+        while let Some((r, depth)) = stack.pop() {
+            if r == 0 {
+                continue;
+            }
+            stats.max_depth = stats.max_depth.max(depth);
+            if is_leaf(r) {
+                stats.leaves += 1;
+                // SAFETY: invariant 1: a live leaf.
+                stats.leaf_bytes += unsafe { Leaf::<V>::stored_units(self.ptr(r)) } * UNIT;
+                continue;
+            }
+            let node = self.node(r);
+            stats.nodes[node.kind() as usize] += 1;
+            stats.node_bytes += node.units() * UNIT;
+            stack.push((node.terminal(), depth + 1));
+            children.clear();
+            node.children(&mut children);
+            stack.extend(children.iter().map(|&(_, c)| (c, depth + 1)));
+        }
+        stats.free_bytes = (self.arena.free_units() + self.arena.untouched_units()) * UNIT;
+        stats.out_of_line_bytes = self.heap_extra;
+        stats
+    }
+
+    /// Verifies the invariants; returns the first violation found.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if (self.root == 0) != (self.len == 0) {
+            return Err(format!("root {} with len {}", self.root, self.len));
+        }
+        let mut leaves = 0;
+        let mut units = 0;
+        let mut heap = 0;
+        let mut children = Vec::new();
+        let mut stack = vec![(self.root, false)];
+        while let Some((r, terminal)) = stack.pop() {
+            if r == 0 {
+                continue;
+            }
+            if is_leaf(r) {
+                leaves += 1;
+                let p = self.ptr(r);
+                // SAFETY: invariant 1 (being checked: a broken tree may fault
+                // here, which a test reports all the same).
+                units += unsafe { Leaf::<V>::stored_units(p) };
+                let suffix = self.leaf_suffix(r);
+                heap += if suffix.len() > bytes::INLINE_MAX {
+                    suffix.len()
+                } else {
+                    0
+                } + Leaf::<V>::BOXED_VALUE_BYTES;
+                if terminal && !suffix.is_empty() {
+                    return Err(format!("terminal leaf {r} has suffix {suffix:?}"));
+                }
+                continue;
+            }
+            let node = self.node(r);
+            let (kind, count) = (node.kind(), node.count());
+            units += node.units();
+            let prefix = node.prefix();
+            heap += if prefix.len() > bytes::INLINE_MAX {
+                prefix.len()
+            } else {
+                0
+            };
+            if !kind.allows(count) {
+                return Err(format!("node {r}: {kind:?} with {count} children"));
+            }
+            if count + usize::from(node.has_terminal()) < 2 {
+                return Err(format!("node {r} has a single entry"));
+            }
+            if node.has_terminal() {
+                if !is_leaf(node.terminal()) {
+                    return Err(format!(
+                        "node {r}: terminal {} is not a leaf",
+                        node.terminal()
+                    ));
+                }
+                stack.push((node.terminal(), true));
+            }
+            children.clear();
+            node.children(&mut children);
+            if children.len() != count {
+                return Err(format!(
+                    "node {r}: count {count} but {} children",
+                    children.len()
+                ));
+            }
+            if children.windows(2).any(|w| w[0].0 >= w[1].0) {
+                return Err(format!("node {r}: edges not ascending {children:?}"));
+            }
+            if let Some(&(b, _)) = children
+                .iter()
+                .find(|&&(b, c)| c == 0 || node.find(b).is_null())
+            {
+                return Err(format!(
+                    "node {r}: edge {b} has no child or cannot be found"
+                ));
+            }
+            if kind == Kind::Node48 {
+                node.check_node48_slots()
+                    .map_err(|e| format!("node {r}: {e}"))?;
+            }
+            stack.extend(children.iter().map(|&(_, c)| (c, false)));
+        }
+        if leaves != self.len {
+            return Err(format!("{leaves} leaves but len {}", self.len));
+        }
+        if heap != self.heap_extra {
+            return Err(format!(
+                "out-of-line bytes {heap} but counted {}",
+                self.heap_extra
+            ));
+        }
+        let accounted = units + self.arena.free_units() + self.arena.untouched_units();
+        if accounted != self.arena.total_units() {
+            return Err(format!(
+                "arena: {units} live + {} free + {} untouched units != {} (a block leaked or is double-counted)",
+                self.arena.free_units(),
+                self.arena.untouched_units(),
+                self.arena.total_units()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<V> std::fmt::Debug for RawArt<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawArt")
+            .field("len", &self.len)
+            .field("arena", &self.arena)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Walks the tree freeing out-of-line strings and (maybe) dropping values,
+/// then resets the arena. If a value's drop panics, `Drop` finishes the walk.
+struct Teardown<'a, V> {
+    art: &'a mut RawArt<V>,
+    stack: Vec<u32>,
+    drop_values: bool,
+}
+
+impl<V> Teardown<'_, V> {
+    fn run(&mut self) {
+        let needs_walk = self.art.heap_extra > 0 || (self.drop_values && mem::needs_drop::<V>());
+        if needs_walk && self.art.root != 0 {
+            self.stack.push(mem::replace(&mut self.art.root, 0));
+        }
+        self.art.root = 0;
+        let mut children = Vec::new();
+        while let Some(r) = self.stack.pop() {
+            let p = self.art.ptr(r);
+            if is_leaf(r) {
+                // SAFETY: invariant 1: each leaf is reached once (from its one
+                // slot) and popped before its value is dropped, so a panic in
+                // the drop cannot lead to a second drop.
+                unsafe {
+                    bytes::free(Leaf::<V>::suffix_field(p));
+                    if self.drop_values {
+                        Leaf::<V>::drop_value(p);
+                    }
+                }
+            } else {
+                let node = self.art.node(r);
+                children.clear();
+                node.children(&mut children);
+                self.stack.extend(children.iter().map(|&(_, c)| c));
+                if node.has_terminal() {
+                    self.stack.push(node.terminal());
+                }
+                // SAFETY: the node's prefix field is live and freed once.
+                unsafe { bytes::free(node.prefix_field()) };
+            }
+        }
+        self.art.arena.reset();
+        self.art.len = 0;
+        self.art.heap_extra = 0;
+    }
+}
+
+impl<V> Drop for Teardown<'_, V> {
+    fn drop(&mut self) {
+        // Only non-empty after a panic in `run`: finish the walk.
+        if !self.stack.is_empty() {
+            self.run();
+        }
+    }
+}
+
+impl<V> Drop for RawArt<V> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_prefix_counts_equal_leading_bytes() {
+        let a = b"usr/share/doc/libfoo/changelog.gz";
+        for n in 0..=a.len() {
+            let mut b = a.to_vec();
+            if n < b.len() {
+                b[n] ^= 0x40;
+            }
+            assert_eq!(common_prefix(a, &b), n);
+            assert_eq!(common_prefix(&a[..n], a), n);
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Formatting helpers.
+
+use std::fmt;
+
+/// Shows bytes as a byte-string literal: printable ASCII as is, the rest
+/// escaped, e.g. `b"usr/bin\x00\xff"`.
+pub(crate) struct ByteStr<'a>(pub(crate) &'a [u8]);
+
+impl fmt::Debug for ByteStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "b\"{}\"", self.0.escape_ascii())
+    }
+}

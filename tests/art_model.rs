@@ -1,0 +1,325 @@
+//! FastArt against a `BTreeMap` model: random operation sequences over keys
+//! that stress a radix tree, with the internal invariant checker after every
+//! step.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use memkv::FastArt;
+use proptest::prelude::*;
+
+type Model = BTreeMap<Vec<u8>, u32>;
+
+/// Keys that collide, share prefixes and hit layout boundaries.
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        // A tiny alphabet with 0x00 and 0xFF: prefix chains ("a", "aa"), the
+        // empty key, and many keys that are prefixes of others.
+        3 => prop::collection::vec(prop::sample::select(vec![0x00u8, 0x01, b'a', b'b', 0xFE, 0xFF]), 0..6),
+        // Long shared prefixes around the 254-byte inline limit, so prefixes
+        // and suffixes move between inline and out-of-line storage.
+        2 => (prop::sample::select(vec![11usize, 253, 254, 255, 300]), prop::collection::vec(prop::sample::select(vec![b'x', b'y', 0x00]), 0..3))
+            .prop_map(|(n, tail)| {
+                let mut k = vec![b'p'; n];
+                k.extend(tail);
+                k
+            }),
+        // Wide fan-out under one prefix: nodes grow to Node256 and back.
+        2 => any::<u8>().prop_map(|b| vec![b'w', b'/', b]),
+        1 => any::<u8>().prop_map(|b| vec![b'w', b'/', b, b'!']),
+        // Anything.
+        1 => prop::collection::vec(any::<u8>(), 0..24),
+    ]
+}
+
+fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
+    prop_oneof![
+        Just(Bound::Unbounded),
+        key().prop_map(Bound::Included),
+        key().prop_map(Bound::Excluded),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(Vec<u8>, u32),
+    Remove(Vec<u8>),
+    Get(Vec<u8>),
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>, Vec<bool>),
+    Prefix(Vec<u8>, Vec<bool>),
+    Iterate(Vec<bool>),
+    EntryIncrement(Vec<u8>),
+    PopFirst,
+    PopLast,
+    Clear,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let sides = || prop::collection::vec(any::<bool>(), 0..8);
+    prop_oneof![
+        10 => (key(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        6 => key().prop_map(Op::Remove),
+        3 => key().prop_map(Op::Get),
+        2 => (bound(), bound(), sides()).prop_map(|(a, b, s)| Op::Range(a, b, s)),
+        2 => (prop::collection::vec(prop::sample::select(vec![0x00u8, b'a', b'p', b'w', b'/', 0xFF]), 0..4), sides())
+            .prop_map(|(p, s)| Op::Prefix(p, s)),
+        1 => sides().prop_map(Op::Iterate),
+        2 => key().prop_map(Op::EntryIncrement),
+        1 => Just(Op::PopFirst),
+        1 => Just(Op::PopLast),
+        1 => Just(Op::Clear),
+    ]
+}
+
+fn in_range(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let above = match lo {
+        Bound::Included(b) => k >= b.as_slice(),
+        Bound::Excluded(b) => k > b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(b) => k <= b.as_slice(),
+        Bound::Excluded(b) => k < b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+/// Drains a double-ended iterator taking from the front or the back as
+/// `sides` says (cycled; true = back), and reassembles the sequence.
+fn drain_both_ends(
+    mut next: impl FnMut(bool) -> Option<(Vec<u8>, u32)>,
+    sides: &[bool],
+) -> Vec<(Vec<u8>, u32)> {
+    let (mut front, mut back) = (Vec::new(), Vec::new());
+    for i in 0.. {
+        let from_back = !sides.is_empty() && sides[i % sides.len()];
+        match next(from_back) {
+            Some(e) if from_back => back.push(e),
+            Some(e) => front.push(e),
+            None => break,
+        }
+    }
+    // Once exhausted, both ends stay exhausted.
+    assert!(next(false).is_none() && next(true).is_none());
+    front.extend(back.into_iter().rev());
+    front
+}
+
+fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
+    match op {
+        Op::Insert(k, v) => assert_eq!(
+            map.insert(k, *v),
+            model.insert(k.clone(), *v),
+            "insert {k:?}"
+        ),
+        Op::Remove(k) => assert_eq!(map.remove(k), model.remove(k), "remove {k:?}"),
+        Op::Get(k) => {
+            assert_eq!(map.get(k), model.get(k), "get {k:?}");
+            assert_eq!(map.contains_key(k), model.contains_key(k));
+        }
+        Op::Range(lo, hi, sides) => {
+            let want: Vec<_> = model
+                .iter()
+                .filter(|(k, _)| in_range(k, lo, hi))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            let mut it = map.range::<Vec<u8>, _>((lo.clone(), hi.clone()));
+            let got = drain_both_ends(
+                |back| {
+                    let e = if back {
+                        it.next_back_entry()
+                    } else {
+                        it.next_entry()
+                    };
+                    e.map(|(k, v)| (k.to_vec(), *v))
+                },
+                sides,
+            );
+            assert_eq!(got, want, "range {lo:?}..{hi:?} sides {sides:?}");
+        }
+        Op::Prefix(p, sides) => {
+            let want: Vec<_> = model
+                .iter()
+                .filter(|(k, _)| k.starts_with(p))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            let mut it = map.prefix(p);
+            let got = drain_both_ends(
+                |back| if back { it.next_back() } else { it.next() }.map(|(k, v)| (k, *v)),
+                sides,
+            );
+            assert_eq!(got, want, "prefix {p:?}");
+        }
+        Op::Iterate(sides) => {
+            let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            let mut it = map.iter();
+            assert_eq!(it.len(), want.len());
+            let got = drain_both_ends(
+                |back| if back { it.next_back() } else { it.next() }.map(|(k, v)| (k, *v)),
+                sides,
+            );
+            assert_eq!(got, want);
+        }
+        Op::EntryIncrement(k) => {
+            let v = map
+                .entry(k.as_slice())
+                .and_modify(|v| *v = v.wrapping_add(1))
+                .or_insert(7);
+            let m = model
+                .entry(k.clone())
+                .and_modify(|v| *v = v.wrapping_add(1))
+                .or_insert(7);
+            assert_eq!(v, m);
+        }
+        Op::PopFirst => assert_eq!(map.pop_first(), model.pop_first()),
+        Op::PopLast => assert_eq!(map.pop_last(), model.pop_last()),
+        Op::Clear => {
+            map.clear();
+            model.clear();
+        }
+    }
+    assert_eq!(map.len(), model.len());
+    if let Err(e) = map.check_invariants() {
+        panic!("invariant broken after {op:?}: {e}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn matches_btreemap(ops in prop::collection::vec(op(), 1..200)) {
+        let mut map = FastArt::new();
+        let mut model = Model::new();
+        for op in &ops {
+            apply(&mut map, &mut model, op);
+        }
+        // Final full comparison, and the owned iterator.
+        let all: Vec<_> = map.into_iter().collect();
+        let want: Vec<_> = model.into_iter().collect();
+        prop_assert_eq!(all, want);
+    }
+
+    /// Many inserts, then removes of a random subset: deep trees, and every
+    /// shrink and collapse path.
+    #[test]
+    fn bulk_insert_then_remove(keys in prop::collection::vec(key(), 1..600), remove_mask in prop::collection::vec(any::<bool>(), 600)) {
+        let mut map = FastArt::new();
+        let mut model = Model::new();
+        for (i, k) in keys.iter().enumerate() {
+            apply(&mut map, &mut model, &Op::Insert(k.clone(), i as u32));
+        }
+        for (k, remove) in keys.iter().zip(&remove_mask) {
+            if *remove {
+                apply(&mut map, &mut model, &Op::Remove(k.clone()));
+            }
+        }
+        apply(&mut map, &mut model, &Op::Iterate(vec![false, true, true]));
+        for k in &keys {
+            apply(&mut map, &mut model, &Op::Remove(k.clone()));
+        }
+        prop_assert!(map.is_empty());
+    }
+}
+
+/// A node grows through every kind to 256 children and shrinks back down to
+/// a single key, checked at each step.
+#[test]
+fn node_grows_to_256_and_shrinks_back() {
+    let mut map = FastArt::new();
+    let mut model = Model::new();
+    // Interleaved order so growth is not just appends.
+    let order: Vec<u8> = (0..=255u8).map(|i| i.wrapping_mul(167)).collect();
+    for (i, &b) in order.iter().enumerate() {
+        apply(&mut map, &mut model, &Op::Insert(vec![b'n', b], i as u32));
+        let s = map.stats();
+        let want = match i + 1 {
+            1 => (0, 0, 0, 0), // a single leaf at the root
+            2..=4 => (1, 0, 0, 0),
+            5..=16 => (0, 1, 0, 0),
+            17..=48 => (0, 0, 1, 0),
+            _ => (0, 0, 0, 1),
+        };
+        assert_eq!(
+            (s.node4, s.node16, s.node48, s.node256),
+            want,
+            "after {} children",
+            i + 1
+        );
+    }
+    apply(&mut map, &mut model, &Op::Insert(b"n".to_vec(), 999)); // a terminal too
+    for (i, &b) in order.iter().enumerate() {
+        apply(&mut map, &mut model, &Op::Remove(vec![b'n', b]));
+        let left = 255 - i;
+        let s = map.stats();
+        let kinds = (s.node4, s.node16, s.node48, s.node256);
+        let want = match left {
+            0 => (0, 0, 0, 0), // the terminal's leaf, alone at the root
+            1..=4 => (1, 0, 0, 0),
+            5..=12 => (0, 1, 0, 0),
+            13..=36 => (0, 0, 1, 0),
+            _ => (0, 0, 0, 1),
+        };
+        assert_eq!(kinds, want, "with {left} children left");
+    }
+    assert_eq!(map.len(), 1);
+    assert_eq!(map.get("n"), Some(&999));
+}
+
+/// Keys that are prefixes of each other, the empty key, and 0x00 bytes, all
+/// present at once: the classic ART failure.
+#[test]
+fn prefix_keys_and_zero_bytes_coexist() {
+    let keys: Vec<&[u8]> = vec![
+        b"",
+        b"a",
+        b"ab",
+        b"abc",
+        b"abc\x00",
+        b"abc\x00\x00",
+        b"\x00",
+        b"\x00\x00",
+        b"\xff",
+        b"\xff\xff",
+    ];
+    let map: FastArt<usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+    map.check_invariants().unwrap();
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(map.get(k), Some(&i), "{k:?}");
+    }
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(map.keys().collect::<Vec<_>>(), sorted);
+    assert_eq!(map.prefix("ab").count(), 4);
+    assert_eq!(map.prefix("").count(), keys.len());
+}
+
+/// Keys of a mebibyte, sharing most of their bytes.
+#[test]
+fn very_long_keys() {
+    let base: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let mut keys = vec![base.clone()];
+    for cut in [0, 1, 254, 255, 1 << 19, (1 << 20) - 1] {
+        let mut k = base.clone();
+        k[cut] ^= 0x80;
+        keys.push(k);
+        keys.push(base[..cut].to_vec());
+    }
+    let mut map = FastArt::new();
+    for (i, k) in keys.iter().enumerate() {
+        map.insert(k, i);
+    }
+    map.check_invariants().unwrap();
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(map.get(k), Some(&i));
+    }
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(map.keys().collect::<Vec<_>>(), sorted);
+    for k in &keys {
+        assert!(map.remove(k).is_some());
+        map.check_invariants().unwrap();
+    }
+    assert!(map.is_empty());
+}
