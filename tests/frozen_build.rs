@@ -1,0 +1,260 @@
+//! Building frozen layers: builder errors carry the offending keys, the
+//! conveniences agree with each other, and every supported value type
+//! survives a save and open.
+
+use std::io::BufWriter;
+
+use memkv::frozen::automaton::{Automaton, Str, Subsequence};
+use memkv::frozen::{FrozenValue, IntColumn};
+use memkv::{Error, FastArt, FrozenLayer, FrozenLayerBuilder};
+
+#[test]
+fn out_of_order_key_is_reported_with_both_keys() {
+    let mut builder = FrozenLayerBuilder::memory();
+    builder.insert("b", 1u64).unwrap();
+    match builder.insert("a", 2) {
+        Err(Error::OutOfOrder { previous, got }) => {
+            assert_eq!(
+                (previous.as_slice(), got.as_slice()),
+                (&b"b"[..], &b"a"[..])
+            );
+        }
+        other => panic!("expected OutOfOrder, got {other:?}"),
+    }
+    // A prefix of the previous key sorts before it, as does the empty key.
+    assert!(matches!(builder.insert("", 3), Err(Error::OutOfOrder { got, .. }) if got.is_empty()));
+    // The rejected keys left the builder as it was.
+    builder.insert("c", 4).unwrap();
+    let layer = builder.into_layer().unwrap();
+    assert_eq!(
+        layer.iter().collect::<Vec<_>>(),
+        [(b"b".to_vec(), 1), (b"c".to_vec(), 4)]
+    );
+}
+
+#[test]
+fn duplicate_key_is_reported() {
+    let mut builder = FrozenLayerBuilder::memory();
+    builder.insert(b"same\x00\xFF", ()).unwrap();
+    match builder.insert(b"same\x00\xFF", ()) {
+        Err(Error::DuplicateKey { key }) => assert_eq!(key, b"same\x00\xFF"),
+        other => panic!("expected DuplicateKey, got {other:?}"),
+    }
+    let message = builder.insert(b"same\x00\xFF", ()).unwrap_err().to_string();
+    assert!(message.contains("same\\x00\\xff"), "{message}");
+    assert_eq!(builder.len(), 1);
+}
+
+#[test]
+fn sorted_iter_rejects_unsorted_input() {
+    let result = FrozenLayer::from_sorted_iter([("a", 1u8), ("c", 2), ("b", 3)]);
+    assert!(
+        matches!(result, Err(Error::OutOfOrder { previous, got }) if previous == b"c" && got == b"b")
+    );
+    let result = FrozenLayer::from_sorted_iter([("a", 1u8), ("a", 2)]);
+    assert!(matches!(result, Err(Error::DuplicateKey { key }) if key == b"a"));
+}
+
+#[test]
+fn unsorted_iter_keeps_the_last_duplicate() {
+    let layer =
+        FrozenLayer::from_unsorted_iter([("k", 1u32), ("a", 5), ("k", 2), ("k", 3), ("a", 6)])
+            .unwrap();
+    assert_eq!(
+        layer.iter().collect::<Vec<_>>(),
+        [(b"a".to_vec(), 6), (b"k".to_vec(), 3)]
+    );
+}
+
+#[test]
+fn long_keys_are_shown_shortened_in_errors() {
+    let long = vec![b'x'; 5000];
+    let mut builder = FrozenLayerBuilder::memory();
+    builder.insert(&long, 0u8).unwrap();
+    let err = builder.insert(&long, 0).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("(5000 bytes)") && message.len() < 300,
+        "{message}"
+    );
+    assert!(matches!(err, Error::DuplicateKey { key } if key.len() == 5000));
+}
+
+#[test]
+fn freezing_a_fast_art_keeps_every_entry() {
+    let mut art = FastArt::new();
+    for i in 0..500u64 {
+        art.insert(format!("{:x}/{}", i % 17, i), i * 3);
+    }
+    art.insert("", 7);
+    art.insert(b"\xFF\xFF", 8);
+    let layer = FrozenLayer::from_fast_art(&art).unwrap();
+    assert_eq!(layer.len(), art.len());
+    let from_art: Vec<(Vec<u8>, u64)> = art.iter().map(|(k, v)| (k, *v)).collect();
+    assert_eq!(layer.iter().collect::<Vec<_>>(), from_art);
+
+    let mut blobs = FastArt::new();
+    blobs.insert("one", b"1".to_vec());
+    blobs.insert("empty", Vec::new());
+    let layer = FrozenLayer::from_fast_art(&blobs).unwrap();
+    assert_eq!(layer.get("one"), Some(b"1".to_vec()));
+    assert_eq!(layer.get("empty"), Some(Vec::new()));
+}
+
+#[test]
+fn a_builder_can_write_straight_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("streamed.memkv");
+    let file = std::fs::File::create(&path).unwrap();
+    let mut builder = FrozenLayerBuilder::new(BufWriter::new(file)).unwrap();
+    for i in 0..2000u32 {
+        builder.insert(format!("key{i:05}"), i).unwrap();
+    }
+    assert_eq!(builder.len(), 2000);
+    // Output-sized: 2000 values of 11 bits are 344 words; growth may leave
+    // some capacity spare, never a word per value.
+    let column = builder.column_memory_usage();
+    assert!(
+        (344 * 8..=2 * 344 * 8).contains(&column),
+        "column builder holds {column} bytes"
+    );
+    let file = builder.finish().unwrap().into_inner().unwrap();
+    file.sync_all().unwrap();
+    let layer = FrozenLayer::<u32>::open(&path).unwrap();
+    assert_eq!(layer.len(), 2000);
+    assert_eq!(layer.get("key01999"), Some(1999));
+    assert_eq!(layer.nth(1234), Some((b"key01234".to_vec(), 1234)));
+    // Building in memory gives the very same bytes.
+    let in_memory =
+        FrozenLayer::from_sorted_iter((0..2000u32).map(|i| (format!("key{i:05}"), i))).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), in_memory.as_bytes());
+}
+
+/// Saves and reopens a layer of `V`, checking every value.
+fn round_trip<V: FrozenValue + Clone + PartialEq + std::fmt::Debug>(entries: &[(&str, V)]) {
+    let layer = FrozenLayer::from_sorted_iter(entries.iter().cloned()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("values.memkv");
+    layer.save(&path).unwrap();
+    let opened = FrozenLayer::<V>::open(&path).unwrap();
+    for (key, value) in entries {
+        assert_eq!(
+            opened.get(key).as_ref(),
+            Some(value),
+            "{} key {key}",
+            V::TYPE_NAME
+        );
+    }
+    assert_eq!(opened.len(), entries.len());
+}
+
+#[test]
+fn every_value_type_round_trips_through_a_file() {
+    round_trip(&[("a", 0u8), ("b", 255), ("c", 7)]);
+    round_trip(&[("a", u16::MAX), ("b", 0)]);
+    round_trip(&[("a", 1u32), ("b", u32::MAX)]);
+    round_trip(&[("a", u64::MAX), ("b", 0), ("c", 1 << 40)]);
+    round_trip(&[("a", i8::MIN), ("b", i8::MAX)]);
+    round_trip(&[("a", -300i16), ("b", 300)]);
+    round_trip(&[("a", i32::MIN), ("b", -1), ("c", i32::MAX)]);
+    round_trip(&[("a", i64::MIN), ("b", -1), ("c", 0), ("d", i64::MAX)]);
+    round_trip(&[("a", true), ("b", false)]);
+    round_trip(&[("a", ()), ("b", ())]);
+    round_trip(&[("a", b"".to_vec()), ("b", vec![0, 255, 3])]);
+    round_trip(&[
+        ("a", Box::<[u8]>::from(&b"xy"[..])),
+        ("b", Box::<[u8]>::from(&b""[..])),
+    ]);
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Celsius(i16);
+
+impl FrozenValue for Celsius {
+    const TYPE_NAME: &'static str = "Celsius";
+    type Column = IntColumn;
+    fn encode(&self) -> u64 {
+        self.0.encode()
+    }
+    fn decode(encoded: u64) -> Self {
+        Celsius(i16::decode(encoded))
+    }
+}
+
+#[test]
+fn a_user_value_type_round_trips_and_is_told_apart() {
+    round_trip(&[("oslo", Celsius(-12)), ("rome", Celsius(31))]);
+    let layer = FrozenLayer::from_sorted_iter([("oslo", Celsius(-12))]).unwrap();
+    assert!(matches!(
+        FrozenLayer::<i16>::from_bytes(layer.as_bytes().to_vec()),
+        Err(Error::ValueTypeMismatch { .. })
+    ));
+}
+
+#[test]
+fn columns_are_as_small_as_the_values_allow() {
+    let keys: Vec<String> = (0..4096).map(|i| format!("{i:05}")).collect();
+    let size = |layer: &[u8]| layer.len();
+    let unit = FrozenLayer::from_sorted_iter(keys.iter().map(|k| (k, ()))).unwrap();
+    let bits_12 =
+        FrozenLayer::from_sorted_iter(keys.iter().enumerate().map(|(i, k)| (k, i as u64))).unwrap();
+    let offset = FrozenLayer::from_sorted_iter(
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| (k, 1u64 << 50 | i as u64)),
+    )
+    .unwrap();
+    let negative =
+        FrozenLayer::from_sorted_iter(keys.iter().enumerate().map(|(i, k)| (k, i as i64 - 2048)))
+            .unwrap();
+    // 4096 values of 12 bits are 6144 bytes of column over the unit layer,
+    // wherever the values sit on the number line.
+    for layer in [bits_12.as_bytes(), offset.as_bytes()] {
+        assert_eq!(size(layer) - size(unit.as_bytes()), 4096 * 12 / 8);
+    }
+    assert_eq!(
+        size(negative.as_bytes()) - size(unit.as_bytes()),
+        4096 * 12 / 8
+    );
+}
+
+#[test]
+fn automata_search_the_keys() {
+    let layer = FrozenLayer::from_sorted_iter([
+        ("usr/bin/cat", 1u16),
+        ("usr/bin/cut", 2),
+        ("usr/lib/libc.so", 3),
+        ("var/log/syslog", 4),
+    ])
+    .unwrap();
+    let bin: Vec<u16> = layer
+        .search(Str::new("usr/bin/").starts_with())
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(bin, [1, 2]);
+    let sub: Vec<u16> = layer
+        .search(Subsequence::new("ulc"))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(sub, [3]);
+    let either: Vec<u16> = layer
+        .search(Str::new("var/log/syslog").union(Str::new("usr/bin/cat")))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(either, [1, 4]);
+    let mut lending = layer.search(Subsequence::new("cut"));
+    assert_eq!(lending.next_entry(), Some((&b"usr/bin/cut"[..], 2)));
+    assert_eq!(lending.next_entry(), None);
+}
+
+#[cfg(feature = "levenshtein")]
+#[test]
+fn levenshtein_finds_near_keys() {
+    use memkv::frozen::automaton::Levenshtein;
+    let layer = FrozenLayer::from_sorted_iter([("cat", 1u8), ("cot", 2), ("dog", 3)]).unwrap();
+    let near: Vec<u8> = layer
+        .search(Levenshtein::new("cat", 1).unwrap())
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(near, [1, 2]);
+}

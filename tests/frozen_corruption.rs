@@ -1,0 +1,285 @@
+//! Damaged, truncated and foreign files give errors from `open` and
+//! `from_bytes`, never a panic.
+
+use std::fs;
+
+use memkv::{Error, FrozenLayer};
+
+/// A small layer with both kinds of column work to do: 40 keys sharing
+/// prefixes, values of 20 bits.
+fn sample_u64() -> FrozenLayer<u64> {
+    FrozenLayer::from_unsorted_iter(
+        (0..40u64).map(|i| (format!("dir{}/file{i:02}", i % 3), i * 20_000)),
+    )
+    .unwrap()
+}
+
+fn sample_bytes() -> FrozenLayer<Vec<u8>> {
+    FrozenLayer::from_unsorted_iter(
+        (0..30u32).map(|i| (format!("k{i}"), vec![i as u8; (i % 7) as usize])),
+    )
+    .unwrap()
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let u64_bytes = sample_u64().as_bytes().to_vec();
+    let byte_bytes = sample_bytes().as_bytes().to_vec();
+    for len in 0..u64_bytes.len() {
+        let result = FrozenLayer::<u64>::from_bytes(u64_bytes[..len].to_vec());
+        assert!(
+            result.is_err(),
+            "truncated to {len} of {} bytes was accepted",
+            u64_bytes.len()
+        );
+    }
+    for len in 0..byte_bytes.len() {
+        assert!(
+            FrozenLayer::<Vec<u8>>::from_bytes(byte_bytes[..len].to_vec()).is_err(),
+            "len {len}"
+        );
+    }
+    // The whole file is fine, so the loop above tested truncation only.
+    assert!(FrozenLayer::<u64>::from_bytes(u64_bytes).is_ok());
+    assert!(FrozenLayer::<Vec<u8>>::from_bytes(byte_bytes).is_ok());
+}
+
+#[test]
+fn every_truncated_file_fails_to_open() {
+    let bytes = sample_u64().as_bytes().to_vec();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("truncated.memkv");
+    for len in 0..bytes.len() {
+        fs::write(&path, &bytes[..len]).unwrap();
+        assert!(
+            FrozenLayer::<u64>::open(&path).is_err(),
+            "truncated to {len} bytes was accepted"
+        );
+    }
+    fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        FrozenLayer::<u64>::open(&path).unwrap().get("dir1/file04"),
+        Some(80_000)
+    );
+}
+
+#[test]
+fn every_byte_flip_is_an_error() {
+    for bytes in [
+        sample_u64().as_bytes().to_vec(),
+        sample_bytes().as_bytes().to_vec(),
+    ] {
+        let is_u64 = FrozenLayer::<u64>::from_bytes(bytes.clone()).is_ok();
+        for position in 0..bytes.len() {
+            for mask in [0x01u8, 0x80, 0xFF, 0x5A] {
+                let mut damaged = bytes.clone();
+                damaged[position] ^= mask;
+                let result = if is_u64 {
+                    FrozenLayer::<u64>::from_bytes(damaged).map(drop)
+                } else {
+                    FrozenLayer::<Vec<u8>>::from_bytes(damaged).map(drop)
+                };
+                assert!(result.is_err(), "flip {mask:#x} at {position} was accepted");
+            }
+        }
+    }
+}
+
+#[test]
+fn body_flips_are_reported_as_checksum_mismatches() {
+    let bytes = sample_u64().as_bytes().to_vec();
+    // Past the header, before the trailer: only the checksum can notice.
+    for position in 32..bytes.len() - 32 {
+        let mut damaged = bytes.clone();
+        damaged[position] ^= 0x10;
+        assert!(
+            matches!(
+                FrozenLayer::<u64>::from_bytes(damaged),
+                Err(Error::ChecksumMismatch { .. })
+            ),
+            "position {position}"
+        );
+    }
+}
+
+#[test]
+fn a_damaged_mapped_file_is_caught_by_open_and_verify() {
+    let layer = sample_u64();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.memkv");
+    let mut bytes = layer.as_bytes().to_vec();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x04;
+    fs::write(&path, &bytes).unwrap();
+    assert!(matches!(
+        FrozenLayer::<u64>::open(&path),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+    // The unverified open skips the checksum; verify() runs it later.
+    let unverified = FrozenLayer::<u64>::open_unverified(&path).unwrap();
+    assert!(matches!(
+        unverified.verify(),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+}
+
+/// Rewrites the checksum after an edit, as a bug in a writer might.
+fn reseal(bytes: &mut [u8]) {
+    let end = bytes.len() - 4;
+    let crc = crc32fast::hash(&bytes[..end]);
+    bytes[end..].copy_from_slice(&crc.to_le_bytes());
+}
+
+#[test]
+fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
+    let bytes = sample_u64().as_bytes().to_vec();
+    let trailer = bytes.len() - 32;
+
+    let mut wrong_count = bytes.clone();
+    wrong_count[trailer] ^= 1;
+    reseal(&mut wrong_count);
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(wrong_count),
+        Err(Error::Corrupt { .. })
+    ));
+
+    // The fst one byte longer and the column one shorter: the sum still
+    // fits the file, but neither section parses.
+    let mut wrong_lengths = bytes.clone();
+    let field = |bytes: &[u8], at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let (fst_len, column_len) = (field(&bytes, trailer + 8), field(&bytes, trailer + 16));
+    wrong_lengths[trailer + 8..trailer + 16].copy_from_slice(&(fst_len + 1).to_le_bytes());
+    wrong_lengths[trailer + 16..trailer + 24].copy_from_slice(&(column_len - 1).to_le_bytes());
+    reseal(&mut wrong_lengths);
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(wrong_lengths),
+        Err(Error::Corrupt { .. })
+    ));
+
+    let mut newer = bytes.clone();
+    newer[8] = 9;
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(newer),
+        Err(Error::UnsupportedVersion {
+            found: 9,
+            supported: 1
+        })
+    ));
+}
+
+#[test]
+fn foreign_bytes_are_rejected() {
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(Vec::new()),
+        Err(Error::Corrupt { .. })
+    ));
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(b"#!/bin/sh\necho hello\n".to_vec()),
+        Err(Error::BadMagic { found }) if found == b"#!/bin/s"
+    ));
+    // Pseudo-random bytes of many lengths (a fixed xorshift sequence).
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for len in [1usize, 7, 8, 63, 64, 65, 100, 1000, 4096] {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        assert!(
+            FrozenLayer::<u64>::from_bytes(bytes.clone()).is_err(),
+            "random {len} bytes"
+        );
+        // The same garbage behind a valid magic number and version.
+        let mut disguised = bytes;
+        if disguised.len() >= 12 {
+            disguised[..8].copy_from_slice(b"MEMKVFRZ");
+            disguised[8..12].copy_from_slice(&1u32.to_le_bytes());
+            assert!(
+                FrozenLayer::<u64>::from_bytes(disguised).is_err(),
+                "disguised {len} bytes"
+            );
+        }
+    }
+    // A whole fst file (not ours) is not a frozen layer either.
+    let fst_map = fst::Map::from_iter([("a", 1u64)])
+        .unwrap()
+        .into_fst()
+        .into_inner();
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(fst_map),
+        Err(Error::BadMagic { .. })
+    ));
+}
+
+#[test]
+fn empty_and_foreign_files_fail_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.memkv");
+    fs::write(&empty, b"").unwrap();
+    assert!(matches!(
+        FrozenLayer::<u64>::open(&empty),
+        Err(Error::Corrupt { .. })
+    ));
+    let text = dir.path().join("notes.txt");
+    fs::write(
+        &text,
+        "not a layer, but long enough to hold a header and a trailer. ".repeat(3),
+    )
+    .unwrap();
+    assert!(matches!(
+        FrozenLayer::<u64>::open(&text),
+        Err(Error::BadMagic { .. })
+    ));
+    // A directory is not a file.
+    assert!(FrozenLayer::<u64>::open(dir.path()).is_err());
+}
+
+#[test]
+fn a_missing_file_is_an_io_error_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no-such-layer.memkv");
+    match FrozenLayer::<u64>::open(&path) {
+        Err(Error::Io { context, source }) => {
+            assert!(
+                context.contains(&path.display().to_string()),
+                "context: {context}"
+            );
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("expected an Io error, got {other:?}"),
+    }
+    let message = FrozenLayer::<u64>::open(&path).unwrap_err().to_string();
+    assert!(message.contains("no-such-layer.memkv"), "{message}");
+}
+
+#[test]
+fn a_file_of_another_value_type_is_refused() {
+    let layer = sample_u64();
+    match FrozenLayer::<i64>::from_bytes(layer.as_bytes().to_vec()) {
+        Err(Error::ValueTypeMismatch { expected, found }) => {
+            assert_eq!((expected.as_str(), found.as_str()), ("i64", "u64"));
+        }
+        other => panic!("expected a type mismatch, got {other:?}"),
+    }
+    // Vec<u8> and Box<[u8]> share an encoding, so they may read each other.
+    let bytes = sample_bytes();
+    let boxed = FrozenLayer::<Box<[u8]>>::from_bytes(bytes.as_bytes().to_vec()).unwrap();
+    assert_eq!(boxed.get("k6").as_deref(), Some(&[6u8; 6][..]));
+}
+
+#[test]
+fn errors_display_their_data() {
+    let message = FrozenLayer::<u64>::from_bytes(b"PK\x03\x04rest".to_vec())
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("PK\\x03\\x04"), "{message}");
+    let mut bytes = sample_u64().as_bytes().to_vec();
+    bytes[40] ^= 1;
+    let message = FrozenLayer::<u64>::from_bytes(bytes)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("checksum mismatch"), "{message}");
+}

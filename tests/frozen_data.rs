@@ -1,0 +1,80 @@
+//! The committed sample of real data: 100,000 Debian file paths, shuffled.
+
+use std::collections::BTreeMap;
+
+use memkv::FrozenLayer;
+
+fn sample_paths() -> Vec<Vec<u8>> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/debian-paths-100k.txt");
+    let text = std::fs::read(path).expect("data/debian-paths-100k.txt is committed");
+    text.split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn debian_paths_sample() {
+    let paths = sample_paths();
+    assert_eq!(paths.len(), 100_000);
+    let layer =
+        FrozenLayer::from_unsorted_iter(paths.iter().enumerate().map(|(line, p)| (p, line as u64)))
+            .unwrap();
+    assert_eq!(layer.len(), paths.len(), "the sample has unique paths");
+    for (line, path) in paths.iter().enumerate() {
+        assert_eq!(
+            layer.get(path),
+            Some(line as u64),
+            "{}",
+            String::from_utf8_lossy(path)
+        );
+    }
+
+    // Key order and ordinals agree with a sorted model.
+    let model: BTreeMap<&[u8], u64> = paths
+        .iter()
+        .enumerate()
+        .map(|(l, p)| (p.as_slice(), l as u64))
+        .collect();
+    let mut entries = layer.iter();
+    for (ordinal, (key, value)) in model.iter().enumerate() {
+        assert_eq!(entries.next_entry(), Some((*key, *value)));
+        if ordinal % 997 == 0 {
+            assert_eq!(layer.rank(key), Some(ordinal as u64));
+            assert_eq!(layer.nth(ordinal as u64), Some((key.to_vec(), *value)));
+        }
+    }
+    assert_eq!(entries.next_entry(), None);
+    let under_doc = layer.prefix("usr/share/doc/").count();
+    assert_eq!(
+        under_doc,
+        model
+            .keys()
+            .filter(|k| k.starts_with(b"usr/share/doc/"))
+            .count()
+    );
+    assert!(under_doc > 1000);
+
+    // Shared prefixes and suffixes: the whole layer, values included, is a
+    // fraction of the raw key bytes.
+    let key_bytes: usize = paths.iter().map(Vec::len).sum();
+    let layer_bytes = layer.as_bytes().len();
+    assert!(
+        layer_bytes * 2 < key_bytes,
+        "layer {layer_bytes} bytes for {key_bytes} bytes of keys"
+    );
+    assert_eq!(layer.memory_usage(), layer_bytes);
+
+    // Saved and mapped, every key again.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("debian.memkv");
+    layer.save(&file).unwrap();
+    let mapped = FrozenLayer::<u64>::open(&file).unwrap();
+    assert_eq!(
+        (mapped.memory_usage(), mapped.mapped_bytes()),
+        (0, layer_bytes)
+    );
+    for (line, path) in paths.iter().enumerate() {
+        assert_eq!(mapped.get(path), Some(line as u64));
+    }
+}

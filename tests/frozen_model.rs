@@ -1,0 +1,263 @@
+//! Model tests: a FrozenLayer must answer every query exactly as a
+//! `BTreeMap<Vec<u8>, u64>` holding the same entries, over keys chosen to
+//! stress tries (empty keys, 0x00 and 0xFF bytes, shared prefixes, prefix
+//! chains, keys over 1 KiB).
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use memkv::FrozenLayer;
+use proptest::collection::{btree_map, vec};
+use proptest::prelude::*;
+
+type Model = BTreeMap<Vec<u8>, u64>;
+
+/// Keys over a tiny alphabet including 0x00 and 0xFF: lots of shared
+/// prefixes, empty keys, and keys that are prefixes of others.
+fn small_alphabet_key() -> impl Strategy<Value = Vec<u8>> {
+    vec(
+        prop_oneof![Just(0x00u8), Just(b'a'), Just(b'b'), Just(0xFF)],
+        0..6,
+    )
+}
+
+/// Keys over 1 KiB that share most of their bytes.
+fn long_key() -> impl Strategy<Value = Vec<u8>> {
+    (1024usize..1100, small_alphabet_key()).prop_map(|(len, tail)| {
+        let mut key: Vec<u8> = (0..len).map(|i| b"usr/share/doc/"[i % 14]).collect();
+        key.extend(tail);
+        key
+    })
+}
+
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => small_alphabet_key(),
+        2 => vec(any::<u8>(), 0..12),
+        1 => long_key(),
+    ]
+}
+
+/// Values of very different ranges, so packed widths vary from 0 to 64 bits.
+fn value() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        any::<u64>(),
+        0u64..4,
+        (u64::MAX - 3)..=u64::MAX,
+        1_000_000u64..1_000_100
+    ]
+}
+
+/// A model map, plus every prefix of one short key (a prefix chain: "",
+/// "a", "ab", ...). Long keys get their shared prefixes from `long_key`.
+fn model() -> impl Strategy<Value = Model> {
+    let chain = prop_oneof![small_alphabet_key(), vec(any::<u8>(), 0..10)];
+    (btree_map(key(), value(), 0..48), chain, value()).prop_map(|(mut map, chain, v)| {
+        for end in 0..=chain.len() {
+            map.insert(chain[..end].to_vec(), v.wrapping_add(end as u64));
+        }
+        map
+    })
+}
+
+/// Keys to look up: present ones, near misses around them, and random ones.
+fn probes(model: &Model, random: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut probes = random.to_vec();
+    for key in model.keys() {
+        probes.push(key.clone());
+        let mut longer = key.clone();
+        longer.push(0);
+        probes.push(longer);
+        if let Some((_, shorter)) = key.split_last() {
+            probes.push(shorter.to_vec());
+        }
+    }
+    probes
+}
+
+fn bound_strategy() -> impl Strategy<Value = Bound<Vec<u8>>> {
+    prop_oneof![
+        key().prop_map(Bound::Included),
+        key().prop_map(Bound::Excluded),
+        Just(Bound::Unbounded),
+    ]
+}
+
+fn in_range(key: &[u8], start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+    let after_start = match start {
+        Bound::Included(s) => key >= s.as_slice(),
+        Bound::Excluded(s) => key > s.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let before_end = match end {
+        Bound::Included(e) => key <= e.as_slice(),
+        Bound::Excluded(e) => key < e.as_slice(),
+        Bound::Unbounded => true,
+    };
+    after_start && before_end
+}
+
+fn as_slice_bound(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    bound.as_ref().map(Vec::as_slice)
+}
+
+/// Every query of `layer` against `model`.
+fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u8>]) {
+    assert_eq!(layer.len(), model.len());
+    assert_eq!(layer.is_empty(), model.is_empty());
+
+    // Iteration, both ways of consuming it.
+    let entries: Vec<(Vec<u8>, u64)> = layer.iter().collect();
+    let expected: Vec<(Vec<u8>, u64)> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    assert_eq!(entries, expected);
+    let mut lending = layer.iter();
+    let mut model_entries = model.iter();
+    while let Some((key, value)) = lending.next_entry() {
+        assert_eq!(
+            Some((key, value)),
+            model_entries.next().map(|(k, v)| (k.as_slice(), *v))
+        );
+    }
+    assert_eq!(model_entries.next(), None);
+
+    // Point queries, rank and nth.
+    for probe in probes {
+        assert_eq!(layer.get(probe), model.get(probe).copied(), "get {probe:?}");
+        assert_eq!(layer.contains_key(probe), model.contains_key(probe));
+        let expected_rank = model
+            .contains_key(probe)
+            .then(|| model.range(..probe.clone()).count() as u64);
+        assert_eq!(layer.rank(probe), expected_rank, "rank {probe:?}");
+    }
+    for (ordinal, entry) in expected.iter().enumerate() {
+        assert_eq!(
+            layer.nth(ordinal as u64).as_ref(),
+            Some(entry),
+            "nth {ordinal}"
+        );
+    }
+    assert_eq!(layer.nth(model.len() as u64), None);
+    assert_eq!(layer.nth(u64::MAX), None);
+    assert_eq!(layer.first_key_value(), expected.first().cloned());
+    assert_eq!(layer.last_key_value(), expected.last().cloned());
+
+    // Prefixes.
+    for probe in probes.iter().take(20) {
+        let got: Vec<(Vec<u8>, u64)> = layer.prefix(probe).collect();
+        let want: Vec<(Vec<u8>, u64)> = expected
+            .iter()
+            .filter(|(k, _)| k.starts_with(probe))
+            .cloned()
+            .collect();
+        assert_eq!(got, want, "prefix {probe:?}");
+    }
+}
+
+fn assert_range_matches(
+    layer: &FrozenLayer<u64>,
+    model: &Model,
+    start: &Bound<Vec<u8>>,
+    end: &Bound<Vec<u8>>,
+) {
+    let got: Vec<(Vec<u8>, u64)> = layer
+        .range::<[u8], _>((as_slice_bound(start), as_slice_bound(end)))
+        .collect();
+    let want: Vec<(Vec<u8>, u64)> = model
+        .iter()
+        .filter(|(k, _)| in_range(k, start, end))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    assert_eq!(got, want, "range {start:?}..{end:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn queries_match_the_model(model in model(), random in vec(key(), 0..8)) {
+        let layer = FrozenLayer::from_sorted_iter(model.iter().map(|(k, v)| (k, *v))).unwrap();
+        assert_matches_model(&layer, &model, &probes(&model, &random));
+    }
+
+    #[test]
+    fn ranges_match_the_model(
+        model in model(),
+        bounds in vec((bound_strategy(), bound_strategy()), 1..8),
+    ) {
+        let layer = FrozenLayer::from_sorted_iter(model.iter().map(|(k, v)| (k, *v))).unwrap();
+        for (start, end) in &bounds {
+            assert_range_matches(&layer, &model, start, end);
+        }
+        // Bounds on present keys, in both orders (so inverted ranges too) and
+        // all four inclusive/exclusive combinations.
+        let keys: Vec<&Vec<u8>> = model.keys().collect();
+        for pair in keys.windows(2).take(6) {
+            for (a, b) in [(pair[0], pair[1]), (pair[1], pair[0]), (pair[0], pair[0])] {
+                for start in [Bound::Included(a.clone()), Bound::Excluded(a.clone())] {
+                    for end in [Bound::Included(b.clone()), Bound::Excluded(b.clone())] {
+                        assert_range_matches(&layer, &model, &start, &end);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unsorted_input_keeps_the_last_value(entries in vec((key(), value()), 0..64)) {
+        let mut model = Model::new();
+        for (k, v) in &entries {
+            model.insert(k.clone(), *v);
+        }
+        let layer = FrozenLayer::from_unsorted_iter(entries).unwrap();
+        assert_matches_model(&layer, &model, &probes(&model, &[]));
+    }
+
+    #[test]
+    fn bytes_round_trip(model in model(), random in vec(key(), 0..4)) {
+        let layer = FrozenLayer::from_sorted_iter(model.iter().map(|(k, v)| (k, *v))).unwrap();
+        let copy = FrozenLayer::<u64>::from_bytes(layer.as_bytes().to_vec()).unwrap();
+        assert_eq!(copy.as_bytes(), layer.as_bytes());
+        assert_matches_model(&copy, &model, &probes(&model, &random));
+    }
+}
+
+proptest! {
+    // Each case writes, fsyncs and maps a file: fewer cases.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn save_open_round_trip(model in model(), random in vec(key(), 0..4)) {
+        let layer = FrozenLayer::from_sorted_iter(model.iter().map(|(k, v)| (k, *v))).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("layer.memkv");
+        layer.save(&path).unwrap();
+        let opened = FrozenLayer::<u64>::open(&path).unwrap();
+        assert_eq!(opened.mapped_bytes(), layer.as_bytes().len());
+        assert_eq!(opened.memory_usage(), 0);
+        assert_matches_model(&opened, &model, &probes(&model, &random));
+        opened.verify().unwrap();
+    }
+}
+
+/// Byte-string values, through the same kinds of keys.
+mod byte_values {
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn byte_values_match_the_model(model in btree_map(key(), vec(any::<u8>(), 0..40), 0..40)) {
+            let layer = FrozenLayer::<Vec<u8>>::from_sorted_iter(model.clone()).unwrap();
+            let copy = FrozenLayer::<Vec<u8>>::from_bytes(layer.as_bytes().to_vec()).unwrap();
+            for layer in [&layer, &copy] {
+                let entries: Vec<(Vec<u8>, Vec<u8>)> = layer.iter().collect();
+                let expected: Vec<(Vec<u8>, Vec<u8>)> = model.clone().into_iter().collect();
+                assert_eq!(entries, expected);
+                for (k, v) in &model {
+                    assert_eq!(layer.get(k).as_ref(), Some(v));
+                }
+            }
+        }
+    }
+}
