@@ -156,6 +156,16 @@ fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
         Err(Error::Corrupt { .. })
     ));
 
+    // A wild fst root address (fst::raw::Fst::new would overflow on it).
+    let mut wild_root = bytes.clone();
+    let fst_end = 32 + field(&bytes, trailer + 8) as usize;
+    wild_root[fst_end - 12..fst_end - 4].copy_from_slice(&u64::MAX.to_le_bytes());
+    reseal(&mut wild_root);
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(wild_root),
+        Err(Error::Corrupt { .. })
+    ));
+
     let mut newer = bytes.clone();
     newer[8] = 9;
     assert!(matches!(

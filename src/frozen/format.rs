@@ -207,11 +207,31 @@ pub(crate) fn parse(bytes: &[u8], type_name: &str, check: Check) -> Result<Layou
     }
     // Both lengths are below `bytes.len()` now, so they fit a usize.
     let fst_end = HEADER_LEN + fst_len as usize;
+    check_fst_root(&bytes[HEADER_LEN..fst_end])?;
     Ok(Layout {
         fst: HEADER_LEN..fst_end,
         column: fst_end..fst_end + column_len as usize,
         key_count,
     })
+}
+
+/// Checks the fst's root address (the 8 bytes before its 4-byte checksum)
+/// lies inside the fst: `fst::raw::Fst::new` adds to it unchecked, which
+/// would overflow (a panic in debug builds) on a damaged value.
+fn check_fst_root(fst: &[u8]) -> Result<()> {
+    // Smaller fsts are refused by `Fst::new` itself.
+    if fst.len() < 36 {
+        return Ok(());
+    }
+    let at = fst.len() - 12;
+    let root = u64::from_le_bytes(fst[at..at + 8].try_into().expect("8 bytes"));
+    if root >= fst.len() as u64 {
+        return Err(corrupt(format!(
+            "the fst's root address {root} lies outside its {} bytes",
+            fst.len()
+        )));
+    }
+    Ok(())
 }
 
 /// The bytes of a layer: owned on the heap, or a read-only file mapping.

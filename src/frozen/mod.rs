@@ -43,6 +43,29 @@
 //! 8 bytes per column and wins whenever values do not start near zero, as
 //! with timestamps or negative numbers.
 //!
+//! # Cost
+//!
+//! Measured once on the same 7.3 M paths (release build, a shared 2-core
+//! machine under load, so absolute speeds are pessimistic; the ratios to the
+//! bare fst are the telling part):
+//!
+//! | operation                          | `FrozenLayer<u64>` | bare `fst::Map` |
+//! |------------------------------------|--------------------|-----------------|
+//! | build from sorted keys             | 0.37 M keys/s      | 0.28 M keys/s   |
+//! | iterate ([`Iter::next_entry`])     | 3.0–3.4 M keys/s   | 3.3 M keys/s    |
+//! | iterate (allocating `Iterator`)    | 2.9 M keys/s       |                 |
+//! | `get`, keys in random order        | 3.1 µs             | 2.8–3.3 µs      |
+//! | [`nth`](FrozenLayer::nth)          | 2.1 µs             |                 |
+//! | [`open`](FrozenLayer::open) (checksum, warm cache) | 4–7 ms |           |
+//! | [`open_unverified`](FrozenLayer::open_unverified)  | 0.06–0.09 ms |     |
+//!
+//! Building, streaming and lookups all run at the fst crate's own speed: the
+//! column and checksum add next to nothing. With paths of 63 bytes on
+//! average, each key is a walk through dozens of fst nodes. Building in
+//! memory peaks at about 1.4 times the finished layer (107 MB for a 78 MB
+//! layer: the output buffer grows by doubling, and the 24 MB column
+//! builder), and the layer then holds exactly its bytes.
+//!
 //! # Values come back by value
 //!
 //! A packed column holds no `V` in memory to point to, so
@@ -97,7 +120,7 @@ use crate::{Error, FastArt, Result};
 /// Automata to [`search`](FrozenLayer::search) a layer's keys with, from the
 /// fst crate: [`Str`](automaton::Str) (with `.starts_with()`),
 /// [`Subsequence`](automaton::Subsequence), and, with the `levenshtein`
-/// feature, [`Levenshtein`](automaton::Levenshtein); combine them with the
+/// feature, `Levenshtein`; combine them with the
 /// [`Automaton`](automaton::Automaton) trait's methods.
 pub mod automaton {
     pub use fst::automaton::*;
@@ -196,11 +219,13 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// [`Error::Io`] naming the path.
     ///
     /// The file is not read onto the heap: queries read the mapping, and the
-    /// OS pages it in and out. The check reads every byte once, which also
-    /// warms the page cache; it costs about 25 ms for a 78 MB layer of 7.3 M
-    /// keys on a warm cache (the CRC runs at several GB/s). Use
-    /// [`open_unverified`](Self::open_unverified) to skip it for files you
-    /// trust.
+    /// OS pages it in and out. The check reads every byte once (which also
+    /// warms the page cache): 4–7 ms for a 78 MB layer of 7.3 M keys already
+    /// in the page cache, as the CRC runs at over 10 GB/s; from a cold cache,
+    /// the time to read the file from disk. Against the fst crate, which
+    /// trusts its bytes and may panic on damaged ones, that buys a clean
+    /// error. Use [`open_unverified`](Self::open_unverified) (under 0.1 ms)
+    /// to skip it for files you trust.
     ///
     /// The file must not be modified in place while it is open: the mapping
     /// would show the changes (or fault, if the file shrinks). Replacing it
@@ -213,9 +238,10 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// section lengths (O(1)), not the checksum or the column's contents.
     ///
     /// For files you trust (say, written by this process a moment ago). On a
-    /// damaged file, queries may then return wrong results or panic (the fst
-    /// crate trusts its bytes; it has no `unsafe` code, so never undefined
-    /// behaviour). [`verify`](Self::verify) runs the skipped checks later.
+    /// damaged file, queries may then return wrong results, panic, or in the
+    /// worst case not terminate (the fst crate trusts its bytes; it has no
+    /// `unsafe` code, so never undefined behaviour).
+    /// [`verify`](Self::verify) runs the skipped checks later.
     pub fn open_unverified(path: impl AsRef<Path>) -> Result<Self> {
         Self::from_storage(Storage::map_file(path.as_ref())?, Check::Structure)
     }
