@@ -8,8 +8,9 @@
 //! the full file format):
 //!
 //! * an [`fst`](https://docs.rs/fst) mapping each key to its **ordinal**, its
-//!   position in key order (`0..len`). Ordinals are what make
-//!   [`rank`](FrozenLayer::rank) and [`nth`](FrozenLayer::nth) free;
+//!   position in key order (`0..len`). Ordinals make
+//!   [`rank`](FrozenLayer::rank) a plain lookup and [`nth`](FrozenLayer::nth)
+//!   one walk from the root;
 //! * a **value column** indexed by ordinal (`column.rs`): integers bit-packed
 //!   to the width of their range, byte strings as packed offsets plus one
 //!   blob.
@@ -39,9 +40,9 @@
 //! `bits(max - min)` bits. Line numbers of a shuffled file are random, so 23
 //! bits (for values below 2^23) is close to the information-theoretic floor
 //! for them (a random permutation of 7.3 M numbers needs ~21.4 bits each).
-//! Frame-of-reference (`min` plus deltas) rather than plain `bits(max)` costs
-//! 8 bytes per column and wins whenever values do not start near zero, as
-//! with timestamps or negative numbers.
+//! Frame-of-reference (`min` plus `bits(max - min)`-bit deltas) is as small as
+//! plain `bits(max)` here, where `min` is 0, and far smaller whenever values
+//! do not start near zero, as with timestamps or negative numbers.
 //!
 //! # Cost
 //!
@@ -205,8 +206,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// Loads a layer from its bytes (as written by [`save`](Self::save) or
     /// [`write_to`](Self::write_to)), after checking them in full: magic
     /// number, version, value type, section lengths, the checksum over every
-    /// byte, and the column. Damaged or foreign bytes give an error, never a
-    /// panic.
+    /// byte, and the column. Damaged (truncated, bit-flipped) or foreign
+    /// bytes give an error, never a panic. The checksum catches accidents,
+    /// not a deliberately forged file with a recomputed checksum.
     ///
     /// The bytes stay on the heap, in this `Vec`, and queries read them in
     /// place.
