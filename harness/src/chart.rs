@@ -1,0 +1,160 @@
+//! `--chart`: bytes per key (x) against lookup throughput (y), as SVG.
+//!
+//! Drawn with plotters' SVG backend and no font feature: plotters then
+//! estimates text extents itself and the SVG names a generic font family for
+//! the viewer to render, so no fontconfig/freetype is needed to build.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::record::Record;
+
+const WIDTH: u32 = 960;
+const HEIGHT: u32 = 640;
+/// memkv's own structures are drawn in a different colour.
+const OURS: &[&str] = &["fastart", "frozen", "hybrid"];
+
+/// Renders the chart as an SVG document.
+pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result<String, String> {
+    let points: Vec<(&str, f64, f64)> = records
+        .iter()
+        .filter(|r| r.error.is_none())
+        .filter_map(|r| {
+            Some((
+                r.structure.as_str(),
+                r.bytes_per_key?,
+                r.lookup_ops_per_s? / 1e6,
+            ))
+        })
+        .collect();
+    if points.is_empty() {
+        return Err("no structure has both a memory and a lookup figure to plot".into());
+    }
+    let x_max = points.iter().map(|p| p.1).fold(0.0, f64::max) * 1.15;
+    let y_max = points.iter().map(|p| p.2).fold(0.0, f64::max) * 1.15;
+    let err = |e: DrawingAreaErrorKind<_>| format!("drawing the chart: {e}");
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (main, footer) = root.split_vertically(HEIGHT - 24);
+        let mut chart = ChartBuilder::on(&main)
+            .caption(
+                format!("Memory per key vs lookup throughput — {dataset}"),
+                ("sans-serif", 20),
+            )
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(64)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("bytes per key (jemalloc stats.allocated ÷ keys) — lower is better")
+            .y_desc("lookups per second, millions — higher is better")
+            .axis_desc_style(("sans-serif", 15))
+            .label_style(("sans-serif", 13))
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.1}"))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(err)?;
+
+        // Labels go to the first of a few offsets that doesn't collide with
+        // a label already placed (approximate boxes, in pixels).
+        let mut placed: Vec<(i32, i32, i32)> = Vec::new();
+        let mut elements = Vec::new();
+        for &(name, x, y) in &points {
+            let (px, py) = chart.backend_coord(&(x, y));
+            let width = 8 * name.len() as i32;
+            let offsets = [
+                (8, -18),
+                (8, 4),
+                (-8 - width, -18),
+                (-8 - width, 4),
+                (8, -34),
+                (8, 20),
+            ];
+            let offset = offsets
+                .iter()
+                .copied()
+                .find(|&(dx, dy)| {
+                    let (lx, ly) = (px + dx, py + dy);
+                    placed.iter().all(|&(ox, oy, ow)| {
+                        lx + width < ox || ox + ow < lx || (ly - oy).abs() >= 16
+                    })
+                })
+                .unwrap_or(offsets[0]);
+            placed.push((px + offset.0, py + offset.1, width));
+            let color = if OURS.contains(&name) { RED } else { BLUE };
+            elements.push(
+                EmptyElement::at((x, y))
+                    + Circle::new((0, 0), 5, color.filled())
+                    + Text::new(
+                        name.to_string(),
+                        offset,
+                        ("sans-serif", 14).into_font().color(&color),
+                    ),
+            );
+        }
+        chart.draw_series(elements).map_err(err)?;
+        footer
+            .draw(&Text::new(
+                format!("memkv-bench · {machine} · red: memkv, blue: others"),
+                (16, 4),
+                ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
+            ))
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Renders and writes the chart to `path`.
+pub(crate) fn write(
+    path: &Path,
+    dataset: &str,
+    machine: &str,
+    records: &[Record],
+) -> Result<(), String> {
+    let svg = render(dataset, machine, records)?;
+    std::fs::write(path, svg).map_err(|e| format!("cannot write chart {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chart_has_points_labels_and_title() {
+        let rec = |name: &str, bpk: f64, lps: f64| Record {
+            structure: name.into(),
+            bytes_per_key: Some(bpk),
+            lookup_ops_per_s: Some(lps),
+            ..Default::default()
+        };
+        let failed = Record {
+            structure: "broken".into(),
+            error: Some("x".into()),
+            ..Default::default()
+        };
+        let svg = render(
+            "sample",
+            "cpu",
+            &[
+                rec("fastart", 30.0, 5e6),
+                rec("btreemap", 90.0, 2e6),
+                failed,
+            ],
+        )
+        .unwrap();
+        assert!(svg.starts_with("<svg"));
+        assert!(svg.contains("fastart") && svg.contains("btreemap"));
+        assert!(!svg.contains("broken"));
+        assert!(svg.contains("Memory per key vs lookup throughput — sample"));
+        assert_eq!(svg.matches("<circle").count(), 2);
+        assert!(render("s", "m", &[]).is_err());
+    }
+}

@@ -1,0 +1,210 @@
+//! The command line.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser};
+
+use crate::dataset::{LoadOptions, Source, SyntheticKind};
+
+/// Default number of keys of a synthetic dataset.
+const DEFAULT_SYNTHETIC_KEYS: usize = 1_000_000;
+
+/// Which structure should hold my keys, and what does it cost?
+///
+/// Measures memory per key and insert / lookup / iteration / scan throughput
+/// of memkv's structures and of other ordered maps, on your data. Each
+/// structure runs in its own child process so its memory is measured alone.
+/// Results go to stdout as a markdown table; progress to stderr.
+#[derive(Debug, Parser)]
+#[command(name = "memkv-bench", version, about, long_about)]
+pub(crate) struct Cli {
+    /// The keys to measure with.
+    #[command(flatten)]
+    pub(crate) data: DataArgs,
+
+    /// Structures to measure, comma-separated (default: all available; see
+    /// --list).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub(crate) structures: Option<Vec<String>>,
+
+    /// Child processes per structure; the median of each figure is reported.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) runs: u32,
+
+    /// Also write one JSON record per structure to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) json: Option<PathBuf>,
+
+    /// Also draw bytes/key against lookup throughput as an SVG chart at PATH.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) chart: Option<PathBuf>,
+
+    /// Give up on a child after this many seconds (a hung structure).
+    #[arg(long, value_name = "SECS", default_value_t = 1800)]
+    pub(crate) child_timeout: u64,
+
+    /// List the structures and exit.
+    #[arg(long)]
+    pub(crate) list: bool,
+
+    /// Internal: measure one structure and print its record (the parent
+    /// runs itself with this).
+    #[arg(long, value_name = "STRUCTURE", hide = true)]
+    pub(crate) child: Option<String>,
+
+    /// Internal: the parent's protocol version, checked by the child.
+    #[arg(long, hide = true)]
+    pub(crate) protocol: Option<u32>,
+}
+
+/// The dataset arguments, which the parent passes on to its children.
+#[derive(Clone, Debug, Args)]
+pub(crate) struct DataArgs {
+    /// Where the keys come from.
+    #[command(flatten)]
+    pub(crate) source: SourceArgs,
+
+    /// Number of keys of a --synthetic dataset [default: 1000000].
+    #[arg(long, value_name = "N", requires = "synthetic")]
+    pub(crate) keys: Option<usize>,
+
+    /// Use only the first N distinct keys.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) limit: Option<u64>,
+
+    /// Keep a trailing carriage return as part of a key (by default one
+    /// trailing '\r' per line is stripped and the count reported).
+    #[arg(long)]
+    pub(crate) keep_cr: bool,
+}
+
+/// At most one of the dataset sources; none = the embedded sample.
+#[derive(Clone, Debug, Args)]
+#[group(multiple = false)]
+pub(crate) struct SourceArgs {
+    /// A file with one key per line (bytes, not necessarily UTF-8); blank
+    /// lines and repeated keys are dropped and counted.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) dataset: Option<PathBuf>,
+
+    /// The embedded 100k sample of Debian file paths (the default).
+    #[arg(long)]
+    pub(crate) sample: bool,
+
+    /// Generated keys with a fixed seed.
+    #[arg(long, value_name = "KIND")]
+    pub(crate) synthetic: Option<SyntheticKind>,
+}
+
+impl DataArgs {
+    /// The source these arguments name.
+    pub(crate) fn source(&self) -> Result<Source, String> {
+        let s = &self.source;
+        Ok(match (&s.dataset, s.synthetic) {
+            (Some(path), _) => Source::File(path.clone()),
+            (None, Some(kind)) => {
+                let keys = self.keys.unwrap_or(DEFAULT_SYNTHETIC_KEYS);
+                if keys == 0 {
+                    return Err("--keys must be at least 1".into());
+                }
+                Source::Synthetic { kind, keys }
+            }
+            (None, None) => Source::Sample,
+        })
+    }
+
+    /// How to read the source.
+    pub(crate) fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            limit: self.limit.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            keep_cr: self.keep_cr,
+        }
+    }
+
+    /// The same arguments as a command line, for a child.
+    pub(crate) fn to_args(&self) -> Vec<OsString> {
+        let mut out: Vec<OsString> = Vec::new();
+        if let Some(path) = &self.source.dataset {
+            out.push("--dataset".into());
+            out.push(path.into());
+        }
+        if self.source.sample {
+            out.push("--sample".into());
+        }
+        if let Some(kind) = self.source.synthetic {
+            out.push("--synthetic".into());
+            out.push(kind.name().into());
+        }
+        if let Some(n) = self.keys {
+            out.push("--keys".into());
+            out.push(n.to_string().into());
+        }
+        if let Some(n) = self.limit {
+            out.push("--limit".into());
+            out.push(n.to_string().into());
+        }
+        if self.keep_cr {
+            out.push("--keep-cr".into());
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("memkv-bench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn default_is_the_sample() {
+        let cli = parse(&[]).unwrap();
+        assert_eq!(cli.data.source().unwrap(), Source::Sample);
+        assert_eq!(cli.runs, 3);
+    }
+
+    #[test]
+    fn sources_are_exclusive() {
+        assert!(parse(&["--sample", "--dataset", "x"]).is_err());
+        assert!(parse(&["--synthetic", "lsm", "--dataset", "x"]).is_err());
+        assert!(parse(&["--keys", "5"]).is_err(), "--keys needs --synthetic");
+        assert!(parse(&["--limit", "0"]).is_err());
+        assert!(parse(&["--runs", "0"]).is_err());
+    }
+
+    #[test]
+    fn child_arguments_round_trip() {
+        let cli = parse(&[
+            "--synthetic",
+            "seq-u64",
+            "--keys",
+            "10",
+            "--limit",
+            "5",
+            "--keep-cr",
+        ])
+        .unwrap();
+        let mut args = vec![OsString::from("memkv-bench")];
+        args.extend(cli.data.to_args());
+        let again = Cli::try_parse_from(args).unwrap();
+        assert_eq!(
+            again.data.source().unwrap(),
+            Source::Synthetic {
+                kind: SyntheticKind::SeqU64,
+                keys: 10
+            }
+        );
+        assert_eq!(again.data.load_options().limit, Some(5));
+        assert!(again.data.keep_cr);
+        let cli = parse(&["--dataset", "/tmp/k.txt", "--structures", "a,b"]).unwrap();
+        assert_eq!(
+            cli.structures.as_deref(),
+            Some(&["a".to_string(), "b".to_string()][..])
+        );
+        assert_eq!(cli.data.to_args(), ["--dataset", "/tmp/k.txt"]);
+    }
+}

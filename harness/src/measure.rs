@@ -1,0 +1,564 @@
+//! The measurements, run inside a child process for one structure.
+//!
+//! Order: the keys are loaded and the orders prepared first (not counted);
+//! then memory and time of the build; then lookups in a shuffled order, a
+//! full ordered iteration, prefix scans and range scans. Each read phase is
+//! timed over a pass that only consumes the results, and checked by a
+//! second, untimed pass against the sorted dataset, so the check's cost does
+//! not blur the comparison (lookups are the exception: comparing the
+//! returned value is part of the timed loop, it costs one compare).
+
+use std::hint::black_box;
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::dataset::{Dataset, LSM_VALUE_LEN, lsm_value};
+use crate::record::Record;
+use crate::rng::{SEED_LOOKUP, SplitMix64};
+use crate::structures::{BuildInput, BuildOrder, Structure};
+
+/// How many wrong results are described in a record.
+const MAX_FAILURES: usize = 3;
+/// Probe points for scans, evenly spread over the sorted keys.
+pub(crate) const PROBES: usize = 8;
+/// Prefix scans: two prefix lengths per probe.
+pub(crate) const PREFIX_SCANS: usize = 2 * PROBES;
+
+/// The phase the child is in, for error messages (a panic's) and progress.
+static PHASE: Mutex<&'static str> = Mutex::new("start");
+
+/// Announces a phase: the parent reads these lines from the child's stderr
+/// to show progress; the panic hook reads it to say where a panic happened.
+pub(crate) fn phase(name: &'static str) {
+    *PHASE.lock().unwrap_or_else(|e| e.into_inner()) = name;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}{name}", crate::child::PHASE_PREFIX);
+}
+
+/// The current phase.
+pub(crate) fn current_phase() -> &'static str {
+    *PHASE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A dataset with the orders and probes every structure is measured with.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// The keys and values.
+    pub(crate) dataset: Dataset,
+    /// `0..n`: the dataset order.
+    dataset_order: Vec<u32>,
+    /// Key indices sorted by key bytes.
+    sorted: Vec<u32>,
+    /// Key indices in a fixed-seed shuffle, for lookups.
+    lookup_order: Vec<u32>,
+    /// Prefix scans: the prefix and the range of `sorted` it should yield.
+    prefixes: Vec<(Vec<u8>, usize, usize)>,
+    /// Range scans `[start, end)`, with the range of `sorted` they should
+    /// yield.
+    ranges: Vec<(Vec<u8>, Vec<u8>, usize, usize)>,
+    any_nul: bool,
+}
+
+impl Prepared {
+    /// Sorts and shuffles the keys and picks the scans.
+    pub(crate) fn new(dataset: Dataset) -> Self {
+        let n = dataset.len();
+        let keys = &dataset.keys;
+        let dataset_order: Vec<u32> = (0..n as u32).collect();
+        let mut sorted = dataset_order.clone();
+        sorted.sort_unstable_by(|&a, &b| keys.get(a as usize).cmp(keys.get(b as usize)));
+        let mut lookup_order = dataset_order.clone();
+        SplitMix64::new(SEED_LOOKUP).shuffle(&mut lookup_order);
+
+        let key_at = |pos: usize| keys.get(sorted[pos] as usize);
+        let probes: Vec<usize> = (0..PROBES)
+            .map(|j| (2 * j + 1) * n / (2 * PROBES))
+            .collect();
+        // Prefixes: a third and two thirds of each probe key, so that both
+        // wide and narrow subtrees are scanned.
+        let mut prefixes = Vec::new();
+        for &pos in &probes {
+            let key = key_at(pos);
+            for len in [key.len() / 3, 2 * key.len() / 3] {
+                let prefix = key[..len.max(1)].to_vec();
+                let start = sorted.partition_point(|&i| keys.get(i as usize) < prefix.as_slice());
+                let end = sorted.partition_point(|&i| {
+                    let k = keys.get(i as usize);
+                    k < prefix.as_slice() || k.starts_with(&prefix)
+                });
+                prefixes.push((prefix, start, end));
+            }
+        }
+        // Ranges: from a probe key to the key 1% of the dataset further.
+        let span = (n / 100).max(1);
+        let ranges = probes
+            .iter()
+            .map(|&pos| {
+                let end = (pos + span).min(n - 1);
+                (key_at(pos).to_vec(), key_at(end).to_vec(), pos, end)
+            })
+            .collect();
+        let any_nul = keys.any_nul();
+        Prepared {
+            dataset,
+            dataset_order,
+            sorted,
+            lookup_order,
+            prefixes,
+            ranges,
+            any_nul,
+        }
+    }
+
+    /// The fields every record of this dataset shares.
+    pub(crate) fn base_record(&self, structure: &str) -> Record {
+        Record {
+            structure: structure.to_string(),
+            dataset: self.dataset.name.clone(),
+            keys: self.dataset.len() as u64,
+            raw_key_bytes: self.dataset.keys.total_bytes() as u64,
+            raw_value_bytes: self.dataset.raw_value_bytes() as u64,
+            protocol: crate::record::PROTOCOL,
+            workload: "map".into(),
+            runs: 1,
+            ..Default::default()
+        }
+    }
+}
+
+/// Memory counters at one moment.
+#[derive(Clone, Copy, Debug)]
+struct Snapshot {
+    /// jemalloc `stats.allocated`.
+    allocated: u64,
+    /// This thread's bytes allocated minus bytes freed, over its lifetime.
+    thread_net: i64,
+    /// Resident set size, from /proc/self/statm.
+    rss: Option<u64>,
+}
+
+impl Snapshot {
+    fn take() -> Self {
+        use tikv_jemalloc_ctl::{Access, AsName, epoch, stats, thread};
+        // Blocks freed into the thread cache still count as allocated in
+        // `stats.allocated`, and a build then reuses them without the
+        // statistic moving: measured, this undercounts by 2-5% on the sample.
+        // Disabling the thread cache flushes it; it is re-enabled at once.
+        let tcache = b"thread.tcache.enabled\0".name();
+        if tcache.write(false).is_ok() {
+            let _ = tcache.write(true);
+        }
+        // jemalloc's statistics are cached; advancing the epoch refreshes them.
+        let _ = epoch::advance();
+        let allocated = stats::allocated::read().map_or(0, |x| x as u64);
+        let thread_net = match (thread::allocatedp::read(), thread::deallocatedp::read()) {
+            (Ok(a), Ok(d)) => a.get() as i64 - d.get() as i64,
+            _ => 0,
+        };
+        Snapshot {
+            allocated,
+            thread_net,
+            rss: rss_bytes(),
+        }
+    }
+}
+
+/// Resident set size: pages from /proc/self/statm times the page size.
+fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * page_size())
+}
+
+/// The page size, from the auxiliary vector's AT_PAGESZ (no libc call).
+fn page_size() -> u64 {
+    const AT_PAGESZ: u64 = 6;
+    if let Ok(auxv) = std::fs::read("/proc/self/auxv") {
+        for pair in auxv.chunks_exact(16) {
+            let key = u64::from_ne_bytes(pair[..8].try_into().unwrap_or_default());
+            if key == AT_PAGESZ {
+                return u64::from_ne_bytes(pair[8..].try_into().unwrap_or_default());
+            }
+        }
+    }
+    4096
+}
+
+fn per_second(count: usize, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64().max(1e-9)
+}
+
+/// A key for a failure message: escaped, shortened.
+fn show(key: &[u8]) -> String {
+    let s = key.escape_ascii().to_string();
+    if s.len() > 80 {
+        format!("{}…", &s[..80])
+    } else {
+        s
+    }
+}
+
+/// Compares a stream of entries with the expected run of sorted keys, as a
+/// merge: an entry the stream skips is one mismatch ("missing"), an entry it
+/// should not have yielded is one ("unexpected"), and so is a right key with
+/// a wrong value, so one skipped entry doesn't turn the rest into mismatches.
+struct Checker<'a> {
+    what: String,
+    prepared: &'a Prepared,
+    expected: &'a [u32],
+    pos: usize,
+    mismatches: u64,
+    failures: Vec<String>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(what: String, prepared: &'a Prepared, expected: &'a [u32]) -> Self {
+        Checker {
+            what,
+            prepared,
+            expected,
+            pos: 0,
+            mismatches: 0,
+            failures: Vec::new(),
+        }
+    }
+
+    fn fail(&mut self, msg: impl FnOnce() -> String) {
+        self.mismatches += 1;
+        if self.failures.len() < MAX_FAILURES {
+            self.failures.push(format!("{}: {}", self.what, msg()));
+        }
+    }
+
+    fn check(&mut self, key: &[u8], value: u64) {
+        let ds = &self.prepared.dataset;
+        while let Some(&i) = self.expected.get(self.pos) {
+            let (want_key, want_value) = (ds.keys.get(i as usize), ds.values[i as usize]);
+            match key.cmp(want_key) {
+                std::cmp::Ordering::Equal => {
+                    if value != want_value {
+                        self.fail(|| format!("{} = {value}, expected {want_value}", show(key)));
+                    }
+                    self.pos += 1;
+                    return;
+                }
+                std::cmp::Ordering::Greater => {
+                    self.fail(|| {
+                        format!("missing {} (next yielded: {})", show(want_key), show(key))
+                    });
+                    self.pos += 1;
+                }
+                std::cmp::Ordering::Less => break,
+            }
+        }
+        let after = match self.pos.checked_sub(1).and_then(|p| self.expected.get(p)) {
+            Some(&i) => format!("after {}", show(ds.keys.get(i as usize))),
+            None => "before the first expected key".into(),
+        };
+        self.fail(|| format!("unexpected {} = {value} ({after})", show(key)));
+    }
+
+    /// Mismatches, counting the expected entries never yielded; and the
+    /// failure descriptions.
+    fn finish(mut self) -> (u64, Vec<String>) {
+        if self.pos < self.expected.len() {
+            let missing = (self.expected.len() - self.pos) as u64;
+            let pos = self.pos;
+            self.fail(|| format!("{missing} expected entries missing after {pos} matched"));
+            self.mismatches += missing - 1;
+        }
+        (self.mismatches, self.failures)
+    }
+}
+
+/// Folds an entry into a checksum that reads the key's last byte, so the
+/// timed passes can't skip dereferencing the keys.
+#[inline]
+fn fold(acc: u64, key: &[u8], value: u64) -> u64 {
+    acc.wrapping_mul(31) ^ value ^ key.len() as u64 ^ u64::from(key.last().copied().unwrap_or(0))
+}
+
+/// The `lsm` dataset's values in one out-of-line log (100 bytes per key),
+/// so they are part of the memory total but identical for every structure.
+fn value_log(ds: &Dataset) -> Vec<u8> {
+    if ds.value_len == 0 {
+        return Vec::new();
+    }
+    let mut log = vec![0u8; ds.raw_value_bytes()];
+    let mut buf = [0u8; LSM_VALUE_LEN];
+    for (chunk, &line) in log.chunks_exact_mut(LSM_VALUE_LEN).zip(&ds.values) {
+        lsm_value(line, &mut buf);
+        chunk.copy_from_slice(&buf);
+    }
+    log
+}
+
+/// Measures structure `S` on `p` into `rec`. A failed build ends with
+/// `rec.error` set; a panic is caught by the caller, with `rec` holding the
+/// phases measured before it.
+pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
+    let ds = &p.dataset;
+    let n = ds.len();
+    let order = match S::BUILD_ORDER {
+        BuildOrder::Dataset => {
+            rec.build_input = "dataset order".into();
+            &p.dataset_order
+        }
+        BuildOrder::Sorted => {
+            rec.build_input = "sorted (sort not timed)".into();
+            &p.sorted
+        }
+    };
+    let input = BuildInput {
+        keys: &ds.keys,
+        values: &ds.values,
+        order,
+        any_nul: p.any_nul,
+    };
+
+    phase("build");
+    let before = Snapshot::take();
+    let log = value_log(ds);
+    let start = Instant::now();
+    let built = S::build(&input);
+    let elapsed = start.elapsed();
+    let after = Snapshot::take();
+    let map = match built {
+        Ok(map) => map,
+        Err(e) => {
+            rec.error = Some(e);
+            return;
+        }
+    };
+    let allocated = after.allocated.saturating_sub(before.allocated);
+    rec.allocated_bytes = Some(allocated);
+    rec.thread_allocated_bytes = Some(after.thread_net - before.thread_net);
+    rec.rss_bytes = match (before.rss, after.rss) {
+        (Some(b), Some(a)) => Some(a as i64 - b as i64),
+        _ => None,
+    };
+    rec.bytes_per_key = Some(allocated as f64 / n as f64);
+    let raw = (ds.keys.total_bytes() + ds.raw_value_bytes()) as f64;
+    rec.overhead_per_key = Some((allocated as f64 - raw) / n as f64);
+    rec.insert_ops_per_s = Some(per_second(n, elapsed));
+    rec.self_reported_bytes = map.memory_usage().map(|x| x as u64);
+    rec.notes.extend(map.notes());
+
+    phase("lookup");
+    let mut correct = 0u64;
+    let mut wrong = Vec::new();
+    let start = Instant::now();
+    for &i in &p.lookup_order {
+        let i = i as usize;
+        if map.get(ds.keys.get(i)) == Some(ds.values[i]) {
+            correct += 1;
+        } else if wrong.len() < MAX_FAILURES {
+            wrong.push(i);
+        }
+    }
+    let elapsed = start.elapsed();
+    rec.lookup_ops_per_s = Some(per_second(n, elapsed));
+    rec.correct_lookups = Some(correct);
+    rec.lookups = Some(n as u64);
+    for i in wrong {
+        let got = map.get(ds.keys.get(i));
+        rec.failures.push(format!(
+            "lookup: {} returned {got:?}, expected {}",
+            show(ds.keys.get(i)),
+            ds.values[i]
+        ));
+    }
+
+    if S::ORDERED {
+        phase("iterate");
+        let (mut acc, mut count) = (0u64, 0usize);
+        let start = Instant::now();
+        map.for_each(|k, v| {
+            acc = fold(acc, k, v);
+            count += 1;
+        });
+        let elapsed = start.elapsed();
+        black_box(acc);
+        rec.iter_keys_per_s = Some(per_second(count, elapsed));
+        rec.iter_keys = Some(count as u64);
+        let mut check = Checker::new("iteration".into(), p, &p.sorted);
+        map.for_each(|k, v| check.check(k, v));
+        let (mismatches, failures) = check.finish();
+        rec.iter_mismatches = Some(mismatches);
+        rec.failures.extend(failures);
+
+        phase("scan");
+        let (mut acc, mut count) = (0u64, 0usize);
+        let start = Instant::now();
+        for (prefix, _, _) in &p.prefixes {
+            map.prefix(prefix, |k, v| {
+                acc = fold(acc, k, v);
+                count += 1;
+            });
+        }
+        let prefix_time = start.elapsed();
+        rec.prefix_keys_per_s = Some(per_second(count, prefix_time));
+        rec.prefix_scans_per_s = Some(per_second(p.prefixes.len(), prefix_time));
+        let (mut count, start) = (0usize, Instant::now());
+        for (lo, hi, _, _) in &p.ranges {
+            map.range(lo, hi, |k, v| {
+                acc = fold(acc, k, v);
+                count += 1;
+            });
+        }
+        let range_time = start.elapsed();
+        black_box(acc);
+        rec.range_keys_per_s = Some(per_second(count, range_time));
+        rec.range_scans_per_s = Some(per_second(p.ranges.len(), range_time));
+
+        let (mut expected, mut mismatches) = (0u64, 0u64);
+        for (prefix, lo, hi) in &p.prefixes {
+            let mut check =
+                Checker::new(format!("prefix {}", show(prefix)), p, &p.sorted[*lo..*hi]);
+            map.prefix(prefix, |k, v| check.check(k, v));
+            let (m, f) = check.finish();
+            expected += (hi - lo) as u64;
+            mismatches += m;
+            rec.failures.extend(f);
+        }
+        for (start, end, lo, hi) in &p.ranges {
+            let what = format!("range [{}, {})", show(start), show(end));
+            let mut check = Checker::new(what, p, &p.sorted[*lo..*hi]);
+            map.range(start, end, |k, v| check.check(k, v));
+            let (m, f) = check.finish();
+            expected += (hi - lo) as u64;
+            mismatches += m;
+            rec.failures.extend(f);
+        }
+        rec.scan_keys = Some(expected);
+        rec.scan_mismatches = Some(mismatches);
+        rec.failures.truncate(3 * MAX_FAILURES);
+    }
+    phase("drop");
+    drop(map);
+    drop(log);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::{LoadOptions, Source, SyntheticKind, load};
+    use crate::structures::REGISTRY;
+
+    fn prepared(source: Source) -> Prepared {
+        Prepared::new(
+            load(
+                &source,
+                LoadOptions {
+                    limit: Some(3000),
+                    keep_cr: false,
+                },
+                &mut |_| {},
+            )
+            .unwrap(),
+        )
+    }
+
+    /// The reference structures (std, hashbrown, crossbeam, fst: mature,
+    /// widely used) pass every check on a slice of the sample and on keys
+    /// with zero bytes, so a mismatch elsewhere is the structure's, not the
+    /// harness's. Every other structure must at least run to the end.
+    #[test]
+    fn reference_structures_pass_every_check() {
+        const REFERENCE: &[&str] = &["btreemap", "hashbrown", "skipmap", "fst"];
+        for source in [
+            Source::Sample,
+            Source::Synthetic {
+                kind: SyntheticKind::SeqU64,
+                keys: 3000,
+            },
+            Source::Synthetic {
+                kind: SyntheticKind::Lsm,
+                keys: 500,
+            },
+        ] {
+            let p = prepared(source);
+            for entry in REGISTRY.iter().filter(|e| !e.hidden) {
+                let mut rec = p.base_record(entry.name);
+                (entry.run)(&p, &mut rec);
+                if let Some(e) = &rec.error {
+                    assert!(e.starts_with("not yet available"), "{}: {e}", entry.name);
+                    continue;
+                }
+                // Tests run in parallel, so the global `stats.allocated` moves
+                // with other tests; the per-thread counter doesn't.
+                assert!(rec.thread_allocated_bytes.unwrap() > 0, "{}", entry.name);
+                assert_eq!(rec.lookups, Some(p.dataset.len() as u64));
+                if REFERENCE.contains(&entry.name) {
+                    assert!(rec.all_correct(), "{}: {:?}", entry.name, rec.failures);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn scans_expect_what_the_sorted_keys_say() {
+        let p = prepared(Source::Sample);
+        assert_eq!(p.prefixes.len(), PREFIX_SCANS);
+        for (prefix, lo, hi) in &p.prefixes {
+            assert!(
+                lo < hi,
+                "a probe key's own prefix matches at least the probe"
+            );
+            for &i in &p.sorted[*lo..*hi] {
+                assert!(p.dataset.keys.get(i as usize).starts_with(prefix));
+            }
+        }
+        for (start, end, lo, hi) in &p.ranges {
+            assert_eq!(hi - lo, 30);
+            assert!(start < end);
+        }
+    }
+
+    #[test]
+    fn checker_counts_wrong_missing_and_unexpected_entries() {
+        let p = prepared(Source::Synthetic {
+            kind: SyntheticKind::SeqU64,
+            keys: 5,
+        });
+        let key = |i: usize| p.dataset.keys.get(i);
+        let check = |expected: &[u32], stream: &[(usize, u64)]| {
+            let mut c = Checker::new("t".into(), &p, expected);
+            for &(k, v) in stream {
+                c.check(key(k), v);
+            }
+            c.finish()
+        };
+        // Keys 0..5 have values 1..=5 (seq-u64 is already sorted).
+        let all = &p.sorted[..];
+        assert_eq!(check(all, &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]).0, 0);
+        assert_eq!(
+            check(all, &[(0, 1), (1, 99), (2, 3), (3, 4), (4, 5)]).0,
+            1,
+            "wrong value"
+        );
+        assert_eq!(
+            check(all, &[(0, 1), (2, 3), (3, 4), (4, 5)]).0,
+            1,
+            "one skipped"
+        );
+        assert_eq!(
+            check(all, &[(0, 1), (1, 2)]).0,
+            3,
+            "three missing at the end"
+        );
+        assert_eq!(
+            check(&all[2..4], &[(0, 1), (1, 2), (2, 3), (3, 4)]).0,
+            2,
+            "two before the range"
+        );
+        assert_eq!(
+            check(&all[..2], &[(0, 1), (1, 2), (2, 3)]).0,
+            1,
+            "one after the range"
+        );
+        let (_, failures) = check(&all[..2], &[(1, 2), (0, 1)]);
+        assert_eq!(failures.len(), 2, "{failures:?}");
+    }
+}

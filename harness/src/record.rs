@@ -1,0 +1,229 @@
+//! The record one child reports for one structure, which is also the
+//! `--json` output, and the median over several runs.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the parent/child protocol (the record's shape and the child's
+/// arguments); a child and parent of different versions refuse each other.
+pub(crate) const PROTOCOL: u32 = 1;
+
+/// One structure measured on one dataset.
+///
+/// The first fields are the documented `--json` schema; the rest are extras
+/// (allowed by it). `Option` fields are `null` when the measurement did not
+/// happen (an error before it, or "n/a" for the structure).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// Structure name, as on the command line.
+    pub(crate) structure: String,
+    /// Dataset name.
+    pub(crate) dataset: String,
+    /// Number of distinct keys.
+    pub(crate) keys: u64,
+    /// Sum of the key lengths.
+    pub(crate) raw_key_bytes: u64,
+    /// jemalloc `stats.allocated` after the build minus before it.
+    pub(crate) allocated_bytes: Option<u64>,
+    /// Resident set size after the build minus before it (a cross-check; it
+    /// can be lower when the build reuses pages freed earlier).
+    pub(crate) rss_bytes: Option<i64>,
+    /// `allocated_bytes / keys`.
+    pub(crate) bytes_per_key: Option<f64>,
+    /// `(allocated_bytes - raw_key_bytes - raw_value_bytes) / keys`.
+    pub(crate) overhead_per_key: Option<f64>,
+    /// Keys inserted per second (for bulk-built structures: keys per second
+    /// of the build from sorted input, see `build_input`).
+    pub(crate) insert_ops_per_s: Option<f64>,
+    /// Lookups per second, in a shuffled order, values checked.
+    pub(crate) lookup_ops_per_s: Option<f64>,
+    /// Keys per second of a full ordered iteration (`null` if unordered).
+    pub(crate) iter_keys_per_s: Option<f64>,
+    /// Lookups that returned the expected value.
+    pub(crate) correct_lookups: Option<u64>,
+    /// Lookups done.
+    pub(crate) lookups: Option<u64>,
+    /// Why the structure could not be measured (fully), `null` when it ran.
+    pub(crate) error: Option<String>,
+
+    /// The protocol version that produced this record.
+    pub(crate) protocol: u32,
+    /// What was measured: "map" (a future "memtable" workload gets its own).
+    pub(crate) workload: String,
+    /// Runs (child processes) this record is the median of.
+    pub(crate) runs: u32,
+    /// "dataset order", or "sorted" for bulk builds (sort not timed).
+    pub(crate) build_input: String,
+    /// Bytes of values stored out of line (the `lsm` dataset), else 0.
+    pub(crate) raw_value_bytes: u64,
+    /// The structure's own `memory_usage()`-style figure, where it has one.
+    pub(crate) self_reported_bytes: Option<u64>,
+    /// Net bytes allocated by the building thread (jemalloc's per-thread
+    /// counters): exact even while freed blocks sit in the thread cache,
+    /// which `stats.allocated` counts as allocated.
+    pub(crate) thread_allocated_bytes: Option<i64>,
+    /// Keys per second over the prefix scans.
+    pub(crate) prefix_keys_per_s: Option<f64>,
+    /// Prefix scans per second (each scan from its seek to its last key).
+    pub(crate) prefix_scans_per_s: Option<f64>,
+    /// Keys per second over the range scans.
+    pub(crate) range_keys_per_s: Option<f64>,
+    /// Range scans per second.
+    pub(crate) range_scans_per_s: Option<f64>,
+    /// Entries the full iteration yielded.
+    pub(crate) iter_keys: Option<u64>,
+    /// Positions where the iteration differed from the sorted dataset, plus
+    /// the difference in count.
+    pub(crate) iter_mismatches: Option<u64>,
+    /// Entries the scans should yield, over all scans.
+    pub(crate) scan_keys: Option<u64>,
+    /// Scan results that differed from the sorted dataset (as for iteration).
+    pub(crate) scan_mismatches: Option<u64>,
+    /// The first few wrong results, described.
+    pub(crate) failures: Vec<String>,
+    /// Facts needed to read the row.
+    pub(crate) notes: Vec<String>,
+}
+
+impl Record {
+    /// Whether every check passed (lookups, iteration, scans).
+    #[cfg(test)]
+    pub(crate) fn all_correct(&self) -> bool {
+        self.correct_lookups == self.lookups
+            && self.iter_mismatches.unwrap_or(0) == 0
+            && self.scan_mismatches.unwrap_or(0) == 0
+    }
+}
+
+/// Median of `xs` (the mean of the middle two for an even count), `None` if
+/// empty.
+pub(crate) fn median(xs: &mut [f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    Some(if xs.len() % 2 == 1 {
+        xs[mid]
+    } else {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    })
+}
+
+/// Folds the records of several runs of one structure into one: the median
+/// of each measurement, the worst of each check, and the first error.
+pub(crate) fn combine(runs: &[Record]) -> Record {
+    let Some(first) = runs.first() else {
+        return Record::default();
+    };
+    let mut out = first.clone();
+    out.runs = runs.len() as u32;
+    let med = |get: fn(&Record) -> Option<f64>| {
+        let mut xs: Vec<f64> = runs.iter().filter_map(get).collect();
+        median(&mut xs)
+    };
+    out.allocated_bytes = med(|r| r.allocated_bytes.map(|x| x as f64)).map(|x| x.round() as u64);
+    out.rss_bytes = med(|r| r.rss_bytes.map(|x| x as f64)).map(|x| x.round() as i64);
+    out.thread_allocated_bytes =
+        med(|r| r.thread_allocated_bytes.map(|x| x as f64)).map(|x| x.round() as i64);
+    out.self_reported_bytes =
+        med(|r| r.self_reported_bytes.map(|x| x as f64)).map(|x| x.round() as u64);
+    out.bytes_per_key = med(|r| r.bytes_per_key);
+    out.overhead_per_key = med(|r| r.overhead_per_key);
+    out.insert_ops_per_s = med(|r| r.insert_ops_per_s);
+    out.lookup_ops_per_s = med(|r| r.lookup_ops_per_s);
+    out.iter_keys_per_s = med(|r| r.iter_keys_per_s);
+    out.prefix_keys_per_s = med(|r| r.prefix_keys_per_s);
+    out.range_keys_per_s = med(|r| r.range_keys_per_s);
+    out.prefix_scans_per_s = med(|r| r.prefix_scans_per_s);
+    out.range_scans_per_s = med(|r| r.range_scans_per_s);
+    // Checks: the worst run counts.
+    out.correct_lookups = runs.iter().filter_map(|r| r.correct_lookups).min();
+    out.lookups = runs.iter().filter_map(|r| r.lookups).max();
+    out.iter_mismatches = runs.iter().filter_map(|r| r.iter_mismatches).max();
+    out.scan_mismatches = runs.iter().filter_map(|r| r.scan_mismatches).max();
+    out.error = runs.iter().find_map(|r| r.error.clone());
+    out.failures = runs
+        .iter()
+        .find(|r| !r.failures.is_empty())
+        .map_or(Vec::new(), |r| r.failures.clone());
+    for r in runs {
+        for n in &r.notes {
+            if !out.notes.contains(n) {
+                out.notes.push(n.clone());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&mut []), None);
+        assert_eq!(median(&mut [3.0]), Some(3.0));
+        assert_eq!(median(&mut [5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn json_has_the_documented_fields() {
+        let r = Record {
+            structure: "btreemap".into(),
+            keys: 3,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        let obj = v.as_object().unwrap();
+        for field in [
+            "structure",
+            "dataset",
+            "keys",
+            "raw_key_bytes",
+            "allocated_bytes",
+            "rss_bytes",
+            "bytes_per_key",
+            "overhead_per_key",
+            "insert_ops_per_s",
+            "lookup_ops_per_s",
+            "iter_keys_per_s",
+            "correct_lookups",
+            "lookups",
+            "error",
+        ] {
+            assert!(obj.contains_key(field), "missing {field}");
+        }
+        // Not measured = null, and "it ran" = a null error.
+        assert!(obj["error"].is_null());
+        assert!(obj["iter_keys_per_s"].is_null());
+        assert_eq!(obj["keys"], 3);
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn combine_takes_medians_and_worst_checks() {
+        let run = |ins: f64, correct: u64, err: Option<&str>| Record {
+            structure: "x".into(),
+            insert_ops_per_s: Some(ins),
+            allocated_bytes: Some(100),
+            correct_lookups: Some(correct),
+            lookups: Some(10),
+            error: err.map(String::from),
+            ..Default::default()
+        };
+        let c = combine(&[
+            run(3.0, 10, None),
+            run(1.0, 9, None),
+            run(2.0, 10, Some("boom")),
+        ]);
+        assert_eq!(c.runs, 3);
+        assert_eq!(c.insert_ops_per_s, Some(2.0));
+        assert_eq!(c.allocated_bytes, Some(100));
+        assert_eq!(c.correct_lookups, Some(9));
+        assert_eq!(c.error.as_deref(), Some("boom"));
+        assert!(!c.all_correct());
+    }
+}

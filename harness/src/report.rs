@@ -1,0 +1,359 @@
+//! The markdown report on stdout.
+
+use std::fmt::Write;
+
+use crate::dataset::{Dataset, LoadReport};
+use crate::machine::Machine;
+use crate::measure::{PREFIX_SCANS, PROBES};
+use crate::record::Record;
+
+/// The structure whose throughputs the ratios are relative to.
+pub(crate) const BASELINE: &str = "btreemap";
+/// Wrong results listed per structure (the record keeps a few more).
+const SHOWN_FAILURES: usize = 3;
+
+/// What the report says about the dataset (the parent drops the keys
+/// themselves before running the children).
+#[derive(Clone, Debug)]
+pub(crate) struct DatasetSummary {
+    /// Its name.
+    pub(crate) name: String,
+    /// Distinct keys.
+    pub(crate) keys: u64,
+    /// Sum of key lengths.
+    pub(crate) raw_key_bytes: u64,
+    /// Out-of-line value bytes (the `lsm` dataset).
+    pub(crate) raw_value_bytes: u64,
+    /// What loading dropped.
+    pub(crate) load: LoadReport,
+}
+
+impl DatasetSummary {
+    /// Summarises `ds`.
+    pub(crate) fn of(ds: &Dataset) -> Self {
+        DatasetSummary {
+            name: ds.name.clone(),
+            keys: ds.len() as u64,
+            raw_key_bytes: ds.keys.total_bytes() as u64,
+            raw_value_bytes: ds.raw_value_bytes() as u64,
+            load: ds.report,
+        }
+    }
+}
+
+/// Peers that were considered and left out, with the reason. (Every ART
+/// crate that accepts variable-length byte keys built on Rust 1.95 and is
+/// measured; these are the ones whose API can't hold the datasets.)
+pub(crate) const EXCLUDED: &[(&str, &str)] = &[(
+    "art 1.0",
+    "fixed-length keys only (`Art<V, const KEY_LEN>`), cannot hold variable-length keys",
+)];
+
+/// `1234567` → `1,234,567`.
+pub(crate) fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Megabytes (10^6 bytes), to a sensible precision.
+fn mb(bytes: f64) -> String {
+    let m = bytes / 1e6;
+    if m.abs() >= 100.0 {
+        format!("{m:.0}")
+    } else if m.abs() >= 10.0 {
+        format!("{m:.1}")
+    } else {
+        format!("{m:.2}")
+    }
+}
+
+/// A rate with an SI suffix: `12.3 M`, `456 k`.
+pub(crate) fn rate(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2} G", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2} M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1} k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// The two header lines: machine and dataset.
+pub(crate) fn header(machine: &Machine, ds: &DatasetSummary, runs: u32) -> String {
+    let mut s = String::new();
+    let build = if cfg!(debug_assertions) {
+        " · DEBUG BUILD: throughputs are meaningless, use --release"
+    } else {
+        ""
+    };
+    let _ = writeln!(s, "machine: {machine}{build}");
+    let avg = ds.raw_key_bytes as f64 / ds.keys.max(1) as f64;
+    let _ = write!(
+        s,
+        "dataset: {} · {} keys · {} MB raw key bytes · avg key {avg:.1} B",
+        ds.name,
+        thousands(ds.keys),
+        mb(ds.raw_key_bytes as f64),
+    );
+    if ds.raw_value_bytes > 0 {
+        let _ = write!(
+            s,
+            " · {} MB values ({} B per key, in one out-of-line log: counted in total MB, not in \
+             overhead; the map's value is the line number)",
+            mb(ds.raw_value_bytes as f64),
+            ds.raw_value_bytes / ds.keys.max(1)
+        );
+    }
+    let l = &ds.load;
+    let _ = write!(
+        s,
+        " · dropped {} blank lines and {} duplicates",
+        thousands(l.blank),
+        thousands(l.duplicates)
+    );
+    if l.cr_stripped > 0 {
+        let _ = write!(
+            s,
+            " · stripped a trailing \\r from {} lines",
+            thousands(l.cr_stripped)
+        );
+    }
+    if l.limited {
+        s.push_str(" · cut by --limit");
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "runs: {runs} child process(es) per structure, median shown · lookups of all keys in a \
+         fixed-seed shuffled order, every value checked"
+    );
+    s
+}
+
+/// `x` and its ratio to the baseline's.
+fn with_ratio(x: Option<f64>, base: Option<f64>) -> String {
+    match (x, base) {
+        (Some(x), Some(b)) if b > 0.0 => format!("{} ({:.2}×)", rate(x), x / b),
+        (Some(x), _) => rate(x),
+        (None, _) => "n/a".into(),
+    }
+}
+
+/// A measured throughput with its ratio, or a dash when not measured.
+fn throughput(x: Option<f64>, base: Option<f64>) -> String {
+    if x.is_some() {
+        with_ratio(x, base)
+    } else {
+        "—".into()
+    }
+}
+
+fn correctness(r: &Record) -> String {
+    let mut s = match (r.correct_lookups, r.lookups) {
+        (Some(c), Some(n)) if n > 0 => {
+            let pct = 100.0 * c as f64 / n as f64;
+            let mark = if c == n { "" } else { " ✗" };
+            let pct = if c == n {
+                "100".to_string()
+            } else {
+                format!("{pct:.3}")
+            };
+            format!("{pct}% ({}/{}){mark}", thousands(c), thousands(n))
+        }
+        _ => "—".into(),
+    };
+    if let Some(m) = r.iter_mismatches.filter(|&m| m > 0) {
+        let _ = write!(s, "; iteration ✗ {} wrong", thousands(m));
+    }
+    if let Some(m) = r.scan_mismatches.filter(|&m| m > 0) {
+        let _ = write!(s, "; scans ✗ {} wrong", thousands(m));
+    }
+    s
+}
+
+/// Markdown cells can't hold `|` or newlines.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The main table, and below it the scans / cross-checks table, failures,
+/// and notes.
+pub(crate) fn tables(records: &[Record]) -> String {
+    let base = records
+        .iter()
+        .find(|r| r.structure == BASELINE && r.error.is_none());
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "| structure | total MB | self-reported MB | bytes/key | overhead/key | insert/s | lookup/s | iter/s | correctness | notes |"
+    );
+    let _ = writeln!(s, "|---|--:|--:|--:|--:|--:|--:|--:|---|---|");
+    for r in records {
+        let opt = |x: Option<f64>, f: fn(f64) -> String| x.map_or("—".to_string(), f);
+        let mut notes = r.notes.join("; ");
+        if let Some(e) = &r.error {
+            notes = if notes.is_empty() {
+                format!("**error:** {e}")
+            } else {
+                format!("**error:** {e}; {notes}")
+            };
+        }
+        let b = |get: fn(&Record) -> Option<f64>| base.and_then(get);
+        let iter = match r.iter_keys_per_s {
+            Some(_) => with_ratio(r.iter_keys_per_s, b(|b| b.iter_keys_per_s)),
+            // Ran to the end without iterating: an unordered structure.
+            None if r.error.is_none() => "n/a".into(),
+            None => "—".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.structure,
+            opt(r.allocated_bytes.map(|x| x as f64), mb),
+            opt(r.self_reported_bytes.map(|x| x as f64), mb),
+            opt(r.bytes_per_key, |x| format!("{x:.1}")),
+            opt(r.overhead_per_key, |x| format!("{x:.1}")),
+            throughput(r.insert_ops_per_s, b(|b| b.insert_ops_per_s)),
+            throughput(r.lookup_ops_per_s, b(|b| b.lookup_ops_per_s)),
+            iter,
+            correctness(r),
+            cell(&notes),
+        );
+    }
+    if base.is_none() {
+        let _ = writeln!(s, "\n(no ratios: {BASELINE} was not measured)");
+    }
+
+    let _ = writeln!(
+        s,
+        "\nScans ({PREFIX_SCANS} prefix scans: a third and two thirds of {PROBES} spread-out keys; \
+         {PROBES} range scans of 1% of the keys each) and memory cross-checks:\n"
+    );
+    let _ = writeln!(
+        s,
+        "| structure | prefix scans/s | prefix keys/s | range scans/s | range keys/s | keys expected | RSS Δ MB | thread-net MB | build input |"
+    );
+    let _ = writeln!(s, "|---|--:|--:|--:|--:|--:|--:|--:|---|");
+    for r in records.iter().filter(|r| r.allocated_bytes.is_some()) {
+        let or_na = |x: Option<f64>| x.map_or("n/a".to_string(), rate);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.structure,
+            or_na(r.prefix_scans_per_s),
+            or_na(r.prefix_keys_per_s),
+            or_na(r.range_scans_per_s),
+            or_na(r.range_keys_per_s),
+            r.scan_keys.map_or("n/a".to_string(), thousands),
+            r.rss_bytes.map_or("—".to_string(), |x| mb(x as f64)),
+            r.thread_allocated_bytes
+                .map_or("—".to_string(), |x| mb(x as f64)),
+            r.build_input,
+        );
+    }
+
+    let failing: Vec<&Record> = records.iter().filter(|r| !r.failures.is_empty()).collect();
+    if !failing.is_empty() {
+        let _ = writeln!(s, "\nWrong results (the first few per structure):\n");
+        for r in failing {
+            for f in r.failures.iter().take(SHOWN_FAILURES) {
+                let _ = writeln!(s, "- {}: {}", r.structure, f);
+            }
+            if r.failures.len() > SHOWN_FAILURES {
+                let more = r.failures.len() - SHOWN_FAILURES;
+                let _ = writeln!(s, "- {}: … {more} more described in --json", r.structure);
+            }
+        }
+    }
+
+    let _ = writeln!(
+        s,
+        "\nColumns: total = jemalloc `stats.allocated` after the build minus before (MB = 10^6 bytes); \
+         self-reported = the structure's own memory figure where it has one; overhead = total − raw key \
+         (and value) bytes, per key; insert/s for `sorted` builds = keys/s of a bulk build from sorted \
+         input, the sort not timed; ratios are to {BASELINE}. RSS Δ is a cross-check and can read low \
+         when the build reuses pages freed after loading; thread-net = the building thread's own \
+         allocated−freed bytes (exact even with jemalloc's thread cache)."
+    );
+    let _ = writeln!(s, "\nPeers not included:\n");
+    let _ = writeln!(s, "| crate | reason |\n|---|---|");
+    for (name, why) in EXCLUDED {
+        let _ = writeln!(s, "| {name} | {why} |");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(7_303_784), "7,303,784");
+        assert_eq!(rate(12_345_678.0), "12.35 M");
+        assert_eq!(rate(1_500.0), "1.5 k");
+        assert_eq!(rate(12.0), "12");
+        assert_eq!(with_ratio(Some(2e6), Some(1e6)), "2.00 M (2.00×)");
+        assert_eq!(with_ratio(None, Some(1e6)), "n/a");
+    }
+
+    fn rec(name: &str) -> Record {
+        Record {
+            structure: name.into(),
+            allocated_bytes: Some(2_000_000),
+            bytes_per_key: Some(20.0),
+            overhead_per_key: Some(10.0),
+            insert_ops_per_s: Some(1e6),
+            lookup_ops_per_s: Some(2e6),
+            iter_keys_per_s: Some(4e6),
+            correct_lookups: Some(100_000),
+            lookups: Some(100_000),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn table_rows_show_ratios_errors_and_na() {
+        let mut hash = rec("hashbrown");
+        hash.iter_keys_per_s = None;
+        hash.lookup_ops_per_s = Some(4e6);
+        let mut bad = rec("peer");
+        bad.correct_lookups = Some(99_000);
+        bad.iter_mismatches = Some(3);
+        let failed = Record {
+            structure: "frozen".into(),
+            error: Some("not yet available".into()),
+            ..Default::default()
+        };
+        let t = tables(&[rec("btreemap"), hash, bad, failed]);
+        let rows: Vec<&str> = t.lines().collect();
+        assert!(
+            rows[2].starts_with("| btreemap | 2.00 | — | 20.0 | 10.0 | 1.00 M (1.00×)"),
+            "{}",
+            rows[2]
+        );
+        assert!(rows[3].contains("| 4.00 M (2.00×) | n/a |"), "{}", rows[3]);
+        assert!(
+            rows[4].contains("99.000% (99,000/100,000) ✗; iteration ✗ 3 wrong"),
+            "{}",
+            rows[4]
+        );
+        assert!(
+            rows[5].contains("**error:** not yet available"),
+            "{}",
+            rows[5]
+        );
+    }
+}

@@ -1,0 +1,54 @@
+//! `memkv::FastArt<u64>`.
+
+use std::ops::Bound;
+
+use memkv::FastArt;
+
+use super::{BuildInput, Structure};
+
+/// memkv's adaptive radix tree.
+#[derive(Debug)]
+pub(crate) struct FastArtMap(FastArt<u64>);
+
+impl Structure for FastArtMap {
+    fn build(input: &BuildInput<'_>) -> Result<Self, String> {
+        let mut map = FastArt::new();
+        for (key, value) in input.entries() {
+            map.insert(key, value);
+        }
+        Ok(FastArtMap(map))
+    }
+
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        self.0.get(key).copied()
+    }
+
+    // The lending `next_entry` lends the key from the iterator's buffer:
+    // no allocation per entry, unlike `Iterator::next`.
+    fn for_each(&self, mut f: impl FnMut(&[u8], u64)) {
+        let mut it = self.0.iter();
+        while let Some((k, v)) = it.next_entry() {
+            f(k, *v);
+        }
+    }
+
+    fn prefix(&self, prefix: &[u8], mut f: impl FnMut(&[u8], u64)) {
+        let mut it = self.0.prefix(prefix);
+        while let Some((k, v)) = it.next_entry() {
+            f(k, *v);
+        }
+    }
+
+    fn range(&self, start: &[u8], end: &[u8], mut f: impl FnMut(&[u8], u64)) {
+        let mut it = self
+            .0
+            .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)));
+        while let Some((k, v)) = it.next_entry() {
+            f(k, *v);
+        }
+    }
+
+    fn memory_usage(&self) -> Option<usize> {
+        Some(self.0.memory_usage())
+    }
+}

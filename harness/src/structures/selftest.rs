@@ -1,0 +1,47 @@
+//! Structures that misbehave on purpose, so that the integration tests can
+//! check how the harness reports a panic, a crash and wrong results. Hidden
+//! from `--list` and the default set.
+
+use super::{BuildInput, Structure, btreemap::BTree};
+
+/// Panics in the first lookup.
+pub(crate) const PANIC: u8 = 0;
+/// Aborts the process (no unwinding, no record from the child).
+pub(crate) const ABORT: u8 = 1;
+/// Answers every tenth lookup wrong and skips every tenth entry when read in
+/// order.
+pub(crate) const WRONG: u8 = 2;
+
+/// The `btreemap` adapter, failing as `MODE` says.
+#[derive(Debug)]
+pub(crate) struct Faulty<const MODE: u8>(BTree);
+
+impl<const MODE: u8> Structure for Faulty<MODE> {
+    fn build(input: &BuildInput<'_>) -> Result<Self, String> {
+        Ok(Faulty(BTree::build(input)?))
+    }
+
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        match MODE {
+            PANIC => panic!("selftest: deliberate panic in get"),
+            ABORT => std::process::abort(),
+            _ => self.0.get(key).map(|v| if v % 10 == 0 { v + 1 } else { v }),
+        }
+    }
+
+    fn for_each(&self, mut f: impl FnMut(&[u8], u64)) {
+        self.0.for_each(|k, v| {
+            if v % 10 != 0 {
+                f(k, v)
+            }
+        });
+    }
+
+    fn prefix(&self, prefix: &[u8], f: impl FnMut(&[u8], u64)) {
+        self.0.prefix(prefix, f);
+    }
+
+    fn range(&self, start: &[u8], end: &[u8], f: impl FnMut(&[u8], u64)) {
+        self.0.range(start, end, f);
+    }
+}
