@@ -1,0 +1,249 @@
+//! The binary end to end: datasets from files, errors, the JSON records, the
+//! chart, and how a structure's panic or crash is reported.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memkv-bench"))
+        .args(args)
+        .output()
+        .expect("run memkv-bench")
+}
+
+/// A scratch file path unique to this test process and `name`.
+fn scratch(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("memkv-bench-test-{}-{name}", std::process::id()))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs with `--json` and returns the records.
+fn records(name: &str, args: &[&str]) -> (Output, Vec<Value>) {
+    let path = scratch(name);
+    let mut all = args.to_vec();
+    let p = path.to_str().unwrap();
+    all.extend(["--json", p]);
+    let out = bench(&all);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    (out, json.as_array().unwrap().clone())
+}
+
+#[test]
+fn missing_file_is_a_clear_error() {
+    let out = bench(&["--dataset", "/nonexistent/keys.txt"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("error: cannot open dataset /nonexistent/keys.txt:"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn empty_dataset_is_a_clear_error() {
+    let path = scratch("empty.txt");
+    std::fs::write(&path, "\n\r\n\n").unwrap();
+    let out = bench(&["--dataset", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("has no keys (3 lines read, 3 blank)"), "{err}");
+}
+
+#[test]
+fn unknown_structure_and_bad_arguments_are_refused() {
+    let out = bench(&["--structures", "btreemap,nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown structure \"nope\""));
+    assert_eq!(
+        bench(&["--sample", "--synthetic", "lsm"]).status.code(),
+        Some(2)
+    );
+    // The child mode is internal and checks the protocol version.
+    let out = bench(&["--child", "btreemap"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--child is internal"));
+}
+
+#[test]
+fn list_names_every_public_structure() {
+    let out = bench(&["--list"]);
+    let list = text(&out.stdout);
+    for name in [
+        "fastart",
+        "frozen",
+        "btreemap",
+        "hashbrown",
+        "skipmap",
+        "fst",
+        "art-tree",
+        "blart",
+        "rart",
+    ] {
+        assert!(
+            list.lines().any(|l| l.starts_with(name)),
+            "{name} missing from\n{list}"
+        );
+    }
+    assert!(!list.contains("selftest"));
+}
+
+#[test]
+fn file_dataset_drops_blank_and_duplicate_lines_and_reports_them() {
+    let path = scratch("keys.txt");
+    std::fs::write(&path, b"b\r\n\na\nb\n\xff\xfe\nc\na\n").unwrap();
+    let (out, recs) = records(
+        "file.json",
+        &[
+            "--dataset",
+            path.to_str().unwrap(),
+            "--structures",
+            "btreemap",
+            "--runs",
+            "1",
+        ],
+    );
+    std::fs::remove_file(&path).ok();
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("· 4 keys ·"), "{stdout}");
+    assert!(
+        stdout.contains("dropped 1 blank lines and 2 duplicates"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("stripped a trailing \\r from 1 lines"),
+        "{stdout}"
+    );
+    assert_eq!(recs[0]["keys"], 4);
+    assert_eq!(recs[0]["raw_key_bytes"], 1 + 1 + 2 + 1);
+    assert_eq!(recs[0]["correct_lookups"], 4);
+    assert_eq!(recs[0]["iter_mismatches"], 0);
+}
+
+#[test]
+fn json_records_have_the_documented_shape() {
+    let (out, recs) = records(
+        "shape.json",
+        &[
+            "--synthetic",
+            "seq-u64",
+            "--keys",
+            "2000",
+            "--structures",
+            "btreemap,hashbrown",
+            "--runs",
+            "2",
+        ],
+    );
+    assert_eq!(recs.len(), 2);
+    let fields = [
+        "structure",
+        "dataset",
+        "keys",
+        "raw_key_bytes",
+        "allocated_bytes",
+        "rss_bytes",
+        "bytes_per_key",
+        "overhead_per_key",
+        "insert_ops_per_s",
+        "lookup_ops_per_s",
+        "iter_keys_per_s",
+        "correct_lookups",
+        "lookups",
+        "error",
+    ];
+    for r in &recs {
+        for f in fields {
+            assert!(r.get(f).is_some(), "{f} missing in {r}");
+        }
+        assert!(r["error"].is_null());
+        assert_eq!(r["keys"], 2000);
+        assert_eq!(r["raw_key_bytes"], 16000);
+        assert_eq!(r["correct_lookups"], 2000);
+        assert_eq!(r["lookups"], 2000);
+        assert_eq!(r["runs"], 2);
+        assert!(r["allocated_bytes"].as_u64().unwrap() > 16000);
+    }
+    assert_eq!(recs[0]["structure"], "btreemap");
+    assert!(recs[0]["iter_keys_per_s"].as_f64().unwrap() > 0.0);
+    assert!(
+        recs[1]["iter_keys_per_s"].is_null(),
+        "hashbrown has no ordered iteration"
+    );
+    let table = text(&out.stdout);
+    assert!(table.contains("| hashbrown |"), "{table}");
+    assert!(table.contains("(1.00×)"), "{table}");
+}
+
+#[test]
+fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
+    let (out, recs) = records(
+        "faults.json",
+        &[
+            "--limit",
+            "500",
+            "--runs",
+            "1",
+            "--structures",
+            "selftest-panic,selftest-abort,selftest-wrong,btreemap",
+        ],
+    );
+    let panic = recs[0]["error"].as_str().unwrap();
+    assert!(
+        panic.starts_with("panicked during lookup: selftest: deliberate panic in get"),
+        "{panic}"
+    );
+    assert!(
+        recs[0]["insert_ops_per_s"].as_f64().is_some(),
+        "phases before the panic are kept"
+    );
+    let abort = recs[1]["error"].as_str().unwrap();
+    assert!(
+        abort.starts_with("child crashed with signal 6 (SIGABRT"),
+        "{abort}"
+    );
+    assert!(abort.contains("during lookup"), "{abort}");
+    assert!(recs[2]["error"].is_null());
+    assert_eq!(recs[2]["correct_lookups"], 450);
+    assert_eq!(recs[2]["iter_mismatches"], 50);
+    assert!(
+        recs[3]["error"].is_null(),
+        "a failing structure doesn't affect the others"
+    );
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("90.000% (450/500) ✗; iteration ✗ 50 wrong"),
+        "{table}"
+    );
+}
+
+#[test]
+fn chart_is_written_as_svg() {
+    let path = scratch("chart.svg");
+    let out = bench(&[
+        "--synthetic",
+        "random16",
+        "--keys",
+        "1000",
+        "--structures",
+        "btreemap,fst",
+        "--runs",
+        "1",
+        "--chart",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(svg.starts_with("<svg"));
+    assert!(svg.contains("btreemap") && svg.contains("fst"));
+    assert!(svg.contains("synthetic random16"));
+}
