@@ -116,7 +116,7 @@ impl<V: fmt::Debug> std::error::Error for InsertError<V> {
 }
 
 /// What a [`FastArt`] holds, by node kind; see [`FastArt::stats`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ArtStats {
     /// Entries (leaves).
@@ -139,6 +139,9 @@ pub struct ArtStats {
     pub out_of_line_bytes: usize,
     /// Inner nodes on the longest path from the root to a leaf.
     pub max_depth: usize,
+    /// Inner nodes on the path to a leaf, on average over all leaves: about
+    /// the cache misses of a lookup in a tree larger than the cache.
+    pub mean_depth: f64,
 }
 
 impl<V> FastArt<V> {
@@ -402,6 +405,7 @@ impl<V> FastArt<V> {
             free_bytes: s.free_bytes,
             out_of_line_bytes: s.out_of_line_bytes,
             max_depth: s.max_depth,
+            mean_depth: s.depth_sum as f64 / s.leaves.max(1) as f64,
         }
     }
 

@@ -97,7 +97,9 @@ impl Cursor {
             self.key.extend_from_slice(art.leaf_suffix(slot.child));
             return Some(slot.child);
         }
-        self.key.extend_from_slice(art.node(slot.child).prefix());
+        let node = art.node(slot.child);
+        art.prefetch_children(node);
+        self.key.extend_from_slice(node.prefix());
         let pos = if forward { 0 } else { BACK_START };
         self.stack.push(Frame {
             node: slot.child,

@@ -94,6 +94,45 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     i
 }
 
+/// A hint to load the cache line at `p`.
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is only a
+    // hint: it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Whether two equally long byte strings are equal.
+///
+/// Prefixes and suffixes are mostly a few bytes long, where a call to
+/// `memcmp` costs more than the comparison: up to 16 bytes are compared with
+/// two overlapping loads.
+#[inline(always)]
+fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => (half(a, 0) ^ half(b, 0)) | (half(a, n - 4) ^ half(b, n - 4)) == 0,
+        8..=16 => (word(a, 0) ^ word(b, 0)) | (word(a, n - 8) ^ word(b, n - 8)) == 0,
+        _ => a == b,
+    }
+}
+
+/// Whether `key` starts with `prefix`.
+#[inline(always)]
+fn starts_with(key: &[u8], prefix: &[u8]) -> bool {
+    key.len() >= prefix.len() && bytes_eq(&key[..prefix.len()], prefix)
+}
+
 /// What to do to a node's children when rebuilding it.
 #[derive(Clone, Copy, Debug)]
 enum ChildChange {
@@ -112,11 +151,15 @@ pub(crate) struct RawStats {
     pub(crate) free_bytes: usize,
     pub(crate) out_of_line_bytes: usize,
     pub(crate) max_depth: usize,
+    pub(crate) depth_sum: usize,
 }
 
 /// The tree. See the module docs for its invariants.
 pub(crate) struct RawArt<V> {
-    arena: Arena,
+    /// Inner nodes and leaves live apart so that the nodes, which every
+    /// lookup walks, share cache lines only with each other.
+    nodes: Arena,
+    leaves: Arena,
     root: u32,
     len: usize,
     heap_extra: usize,
@@ -128,7 +171,8 @@ pub(crate) struct RawArt<V> {
 impl<V> RawArt<V> {
     pub(crate) fn new() -> Self {
         RawArt {
-            arena: Arena::new(),
+            nodes: Arena::line_aware(),
+            leaves: Arena::new(),
             root: 0,
             len: 0,
             heap_extra: 0,
@@ -149,13 +193,22 @@ impl<V> RawArt<V> {
 
     /// Heap bytes held by the tree.
     pub(crate) fn memory_usage(&self) -> usize {
-        self.arena.heap_bytes() + self.heap_extra + self.scratch.capacity() * size_of::<(u8, u32)>()
+        self.nodes.heap_bytes()
+            + self.leaves.heap_bytes()
+            + self.heap_extra
+            + self.scratch.capacity() * size_of::<(u8, u32)>()
     }
 
     #[inline(always)]
     fn ptr(&self, r: u32) -> *mut u8 {
         // SAFETY: invariant 1: references stored in the tree name live blocks.
-        unsafe { self.arena.ptr(block(r)) }
+        unsafe {
+            if is_leaf(r) {
+                self.leaves.ptr(block(r))
+            } else {
+                self.nodes.ptr(block(r))
+            }
+        }
     }
 
     #[inline(always)]
@@ -181,6 +234,18 @@ impl<V> RawArt<V> {
         // SAFETY: invariant 1: `r` names a live leaf; callers drop the slice
         // before freeing it (the arena never moves blocks).
         unsafe { Leaf::<V>::suffix(self.ptr(r)) }
+    }
+
+    /// Asks the CPU to start loading the children of a Node4 or Node16.
+    ///
+    /// An ordered walk visits them next; their blocks are scattered over the
+    /// arena, and issuing the misses together lets them overlap instead of
+    /// waiting for each in turn.
+    #[inline]
+    pub(crate) fn prefetch_children(&self, node: Node) {
+        for child in node.sparse_children() {
+            prefetch(self.ptr(child));
+        }
     }
 
     /// The value of leaf `r`.
@@ -248,13 +313,15 @@ impl<V> RawArt<V> {
             if r == 0 {
                 return None;
             }
+            let rest = &key[depth..];
             if is_leaf(r) {
-                return (self.leaf_suffix(r) == &key[depth..]).then(|| self.leaf_value(r));
+                let suffix = self.leaf_suffix(r);
+                return (suffix.len() == rest.len() && bytes_eq(suffix, rest))
+                    .then(|| self.leaf_value(r));
             }
             let node = self.node(r);
             let prefix = node.prefix();
-            let rest = &key[depth..];
-            if rest.len() < prefix.len() || &rest[..prefix.len()] != prefix {
+            if !starts_with(rest, prefix) {
                 return None;
             }
             depth += prefix.len();
@@ -275,7 +342,7 @@ impl<V> RawArt<V> {
     /// Whether one more insert is certain to find arena room (an insert
     /// allocates at most three blocks).
     pub(crate) fn has_room_for_insert(&self) -> bool {
-        self.arena.has_room_for(3)
+        self.nodes.has_room_for(2) && self.leaves.has_room_for(2)
     }
 
     /// Inserts or replaces; returns the old value and a pointer to the value
@@ -392,11 +459,11 @@ impl<V> RawArt<V> {
 
     fn new_leaf(&mut self, suffix: &[&[u8]], value: V) -> u32 {
         let len = suffix.iter().map(|p| p.len()).sum();
-        let idx = self.arena.alloc(Leaf::<V>::units(len));
+        let idx = self.leaves.alloc(Leaf::<V>::units(len));
         // SAFETY: a fresh block of `units(len)` units: room for the value and
         // a field of `len` bytes; the parts come from elsewhere.
         unsafe {
-            let p = self.arena.ptr(idx);
+            let p = self.leaves.ptr(idx);
             Leaf::write_value(p, value);
             self.heap_extra +=
                 bytes::write(Leaf::<V>::suffix_field(p), suffix) + Leaf::<V>::BOXED_VALUE_BYTES;
@@ -409,25 +476,25 @@ impl<V> RawArt<V> {
     fn rebuild_leaf(&mut self, r: u32, suffix: &[&[u8]]) -> u32 {
         let old = self.ptr(r);
         let len = suffix.iter().map(|p| p.len()).sum();
-        let idx = self.arena.alloc(Leaf::<V>::units(len));
+        let idx = self.leaves.alloc(Leaf::<V>::units(len));
         // SAFETY: invariants 1-2: `old` is a live leaf of `stored_units`; the new
         // block is fresh and distinct from it, with room for the new suffix.
         // The value moves bytewise; the old block is freed without dropping it.
         unsafe {
-            let new = self.arena.ptr(idx);
+            let new = self.leaves.ptr(idx);
             std::ptr::copy_nonoverlapping(old, new, Leaf::<V>::VALUE_BYTES);
             self.heap_extra += bytes::write(Leaf::<V>::suffix_field(new), suffix);
             let old_units = Leaf::<V>::stored_units(old);
             self.heap_extra -= bytes::free(Leaf::<V>::suffix_field(old));
-            self.arena.free(block(r), old_units);
+            self.leaves.free(block(r), old_units);
         }
         leaf_ref(idx)
     }
 
     fn build_node(&mut self, spec: &Spec<'_>) -> u32 {
-        let idx = self.arena.alloc(spec.bytes().div_ceil(UNIT));
+        let idx = self.nodes.alloc(spec.bytes().div_ceil(UNIT));
         // SAFETY: a fresh block of the spec's size; sources are live elsewhere.
-        self.heap_extra += unsafe { spec.write(self.arena.ptr(idx)) };
+        self.heap_extra += unsafe { spec.write(self.nodes.ptr(idx)) };
         node_ref(idx)
     }
 
@@ -471,7 +538,7 @@ impl<V> RawArt<V> {
             if prefix.is_some() {
                 self.heap_extra -= bytes::free(node.prefix_field());
             }
-            self.arena.free(block(r), units);
+            self.nodes.free(block(r), units);
         }
         new
     }
@@ -568,7 +635,7 @@ impl<V> RawArt<V> {
             self.heap_extra -=
                 bytes::free(Leaf::<V>::suffix_field(p)) + Leaf::<V>::BOXED_VALUE_BYTES;
             let value = Leaf::<V>::take_value(p);
-            self.arena.free(block(r), units);
+            self.leaves.free(block(r), units);
             value
         }
     }
@@ -643,7 +710,7 @@ impl<V> RawArt<V> {
         unsafe {
             let units = node.units();
             self.heap_extra -= bytes::free(node.prefix_field());
-            self.arena.free(block(r), units);
+            self.nodes.free(block(r), units);
         }
         merged
     }
@@ -682,6 +749,7 @@ impl<V> RawArt<V> {
             stats.max_depth = stats.max_depth.max(depth);
             if is_leaf(r) {
                 stats.leaves += 1;
+                stats.depth_sum += depth;
                 // SAFETY: invariant 1: a live leaf.
                 stats.leaf_bytes += unsafe { Leaf::<V>::stored_units(self.ptr(r)) } * UNIT;
                 continue;
@@ -694,7 +762,10 @@ impl<V> RawArt<V> {
             node.children(&mut children);
             stack.extend(children.iter().map(|&(_, c)| (c, depth + 1)));
         }
-        stats.free_bytes = (self.arena.free_units() + self.arena.untouched_units()) * UNIT;
+        stats.free_bytes = [&self.nodes, &self.leaves]
+            .iter()
+            .map(|a| (a.free_units() + a.untouched_units()) * UNIT)
+            .sum();
         stats.out_of_line_bytes = self.heap_extra;
         stats
     }
@@ -705,7 +776,7 @@ impl<V> RawArt<V> {
             return Err(format!("root {} with len {}", self.root, self.len));
         }
         let mut leaves = 0;
-        let mut units = 0;
+        let (mut node_units, mut leaf_units) = (0, 0);
         let mut heap = 0;
         let mut children = Vec::new();
         let mut stack = vec![(self.root, false)];
@@ -718,7 +789,7 @@ impl<V> RawArt<V> {
                 let p = self.ptr(r);
                 // SAFETY: invariant 1 (being checked: a broken tree may fault
                 // here, which a test reports all the same).
-                units += unsafe { Leaf::<V>::stored_units(p) };
+                leaf_units += unsafe { Leaf::<V>::stored_units(p) };
                 let suffix = self.leaf_suffix(r);
                 heap += if suffix.len() > bytes::INLINE_MAX {
                     suffix.len()
@@ -732,7 +803,7 @@ impl<V> RawArt<V> {
             }
             let node = self.node(r);
             let (kind, count) = (node.kind(), node.count());
-            units += node.units();
+            node_units += node.units();
             let prefix = node.prefix();
             heap += if prefix.len() > bytes::INLINE_MAX {
                 prefix.len()
@@ -788,14 +859,20 @@ impl<V> RawArt<V> {
                 self.heap_extra
             ));
         }
-        let accounted = units + self.arena.free_units() + self.arena.untouched_units();
-        if accounted != self.arena.total_units() {
-            return Err(format!(
-                "arena: {units} live + {} free + {} untouched units != {} (a block leaked or is double-counted)",
-                self.arena.free_units(),
-                self.arena.untouched_units(),
-                self.arena.total_units()
-            ));
+        for (arena, units, what) in [
+            (&self.nodes, node_units, "node"),
+            (&self.leaves, leaf_units, "leaf"),
+        ] {
+            let accounted = units + arena.free_units() + arena.untouched_units();
+            if accounted != arena.total_units() {
+                return Err(format!(
+                    "{what} arena: {units} live + {} free + {} untouched units != {} \
+                     (a block leaked or is double-counted)",
+                    arena.free_units(),
+                    arena.untouched_units(),
+                    arena.total_units()
+                ));
+            }
         }
         Ok(())
     }
@@ -805,7 +882,8 @@ impl<V> std::fmt::Debug for RawArt<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawArt")
             .field("len", &self.len)
-            .field("arena", &self.arena)
+            .field("nodes", &self.nodes)
+            .field("leaves", &self.leaves)
             .finish_non_exhaustive()
     }
 }
@@ -850,7 +928,8 @@ impl<V> Teardown<'_, V> {
                 unsafe { bytes::free(node.prefix_field()) };
             }
         }
-        self.art.arena.reset();
+        self.art.nodes.reset();
+        self.art.leaves.reset();
         self.art.len = 0;
         self.art.heap_extra = 0;
     }

@@ -427,6 +427,20 @@ impl Node {
         }
     }
 
+    /// The children of a Node4 or Node16 in edge order; nothing for the other
+    /// kinds.
+    #[inline]
+    pub(crate) fn sparse_children(self) -> impl Iterator<Item = u32> {
+        let count = if self.kind().is_sparse() {
+            self.count()
+        } else {
+            0
+        };
+        let refs = self.sparse_refs();
+        // SAFETY: type invariant: a sparse node has `count` refs.
+        (0..count).map(move |i| read_ref(unsafe { refs.add(4 * i) }))
+    }
+
     /// Inserts a child into a Node48 that has room, in place.
     ///
     /// # Safety
