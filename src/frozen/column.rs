@@ -97,9 +97,10 @@ pub trait ValueColumn: sealed::Sealed {
     type Builder: fmt::Debug + Default;
 
     /// The parameters of a stored column (not its bytes, which stay in the
-    /// layer's storage).
+    /// layer's storage). `Send + Sync` so that a `FrozenLayer<V>` of any
+    /// value type can be shared between threads (as `HybridMap` does).
     #[doc(hidden)]
-    type Reader: fmt::Debug;
+    type Reader: fmt::Debug + Send + Sync;
 
     /// Appends the value of the next key.
     #[doc(hidden)]
