@@ -7,7 +7,9 @@ mod fmt;
 
 pub mod art;
 pub mod frozen;
+pub mod hybrid;
 
 pub use crate::art::FastArt;
 pub use crate::error::{Error, Result};
 pub use crate::frozen::{FrozenLayer, FrozenLayerBuilder, FrozenValue};
+pub use crate::hybrid::{HybridConfig, HybridMap};

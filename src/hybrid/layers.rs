@@ -1,0 +1,142 @@
+//! The layers of a hybrid map and how a key is resolved through them.
+//!
+//! # Invariants
+//!
+//! A map is, from newest to oldest:
+//!
+//! 1. the **fresh delta**, a mutable [`Delta`] behind the map's `RwLock`,
+//!    which takes every write;
+//! 2. zero or more **sealed deltas**, immutable [`Delta`]s in
+//!    [`Layers::deltas`], newest first. A merge seals the fresh delta (moves
+//!    it here, under the fresh delta's write lock) and merges the sealed
+//!    deltas into a new base. There is more than one only after a merge
+//!    failed: the failed merge's delta stays here, readable, and the next
+//!    merge seals the fresh delta on top of it and merges both;
+//! 3. the **base**, a [`FrozenLayer`].
+//!
+//! A delta entry is `Some(value)` (an insert) or `None` (a **tombstone**: the
+//! key was removed). The first layer that holds a key decides: its value, or
+//! absence for a tombstone. So:
+//!
+//! * a tombstone is only needed, and only written, when an older layer holds
+//!   a value for the key; a key whose only value is in the fresh delta is
+//!   removed from it outright;
+//! * merging (sealed deltas + base → new base) drops tombstones and the
+//!   values they hide, and keeps the newest value of every other key. The new
+//!   base therefore answers every key exactly as the sealed deltas and old
+//!   base did together, which is why a merge's end can swap the layers
+//!   without the fresh delta's lock: before and after, readers see the same
+//!   map.
+//!
+//! [`Layers`] is immutable and shared through an `Arc` (in an `ArcSwap`), so
+//! a reader or an iterator that holds one sees a fixed set of older layers
+//! however many merges begin or end meanwhile.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::{FastArt, FrozenLayer, FrozenValue};
+
+/// A delta: changes over the layers below it. `None` is a tombstone.
+pub(crate) struct Delta<V> {
+    pub(crate) art: FastArt<Option<V>>,
+    /// How many of `art`'s entries are tombstones.
+    pub(crate) tombstones: usize,
+}
+
+impl<V> Delta<V> {
+    pub(crate) fn new() -> Self {
+        Delta {
+            art: FastArt::new(),
+            tombstones: 0,
+        }
+    }
+
+    /// What this layer says about `key`: `None` if it says nothing,
+    /// `Some(None)` if the key is removed, `Some(Some(v))` if it has `v`.
+    #[inline]
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<&Option<V>> {
+        self.art.get(key)
+    }
+}
+
+impl<V> fmt::Debug for Delta<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delta")
+            .field("entries", &self.art.len())
+            .field("tombstones", &self.tombstones)
+            .finish()
+    }
+}
+
+/// The immutable layers under the fresh delta: sealed deltas (newest first)
+/// and the base.
+pub(crate) struct Layers<V: FrozenValue> {
+    pub(crate) deltas: Vec<Arc<Delta<V>>>,
+    pub(crate) base: Arc<FrozenLayer<V>>,
+    /// Counts seals. A writer that looked a key up in the older layers
+    /// before taking the fresh delta's lock compares it to know whether its
+    /// answer still holds (a seal moves the fresh delta's entries down here;
+    /// a merge's end changes nothing a lookup can see).
+    pub(crate) seals: u64,
+}
+
+impl<V: FrozenValue> Layers<V> {
+    pub(crate) fn new(base: FrozenLayer<V>) -> Self {
+        Layers {
+            deltas: Vec::new(),
+            base: Arc::new(base),
+            seals: 0,
+        }
+    }
+
+    /// The value of `key` in these layers.
+    #[inline]
+    pub(crate) fn get(&self, key: &[u8]) -> Option<V>
+    where
+        V: Clone,
+    {
+        for delta in &self.deltas {
+            if let Some(slot) = delta.lookup(key) {
+                return slot.clone();
+            }
+        }
+        self.base.get(key)
+    }
+
+    /// Whether `key` has a value in these layers.
+    #[inline]
+    pub(crate) fn contains_key(&self, key: &[u8]) -> bool {
+        for delta in &self.deltas {
+            if let Some(slot) = delta.lookup(key) {
+                return slot.is_some();
+            }
+        }
+        self.base.contains_key(key)
+    }
+
+    /// Entries (values and tombstones) in the sealed deltas.
+    pub(crate) fn delta_entries(&self) -> usize {
+        self.deltas.iter().map(|d| d.art.len()).sum()
+    }
+
+    /// Tombstones in the sealed deltas.
+    pub(crate) fn delta_tombstones(&self) -> usize {
+        self.deltas.iter().map(|d| d.tombstones).sum()
+    }
+
+    /// Heap bytes of the sealed deltas.
+    pub(crate) fn delta_bytes(&self) -> usize {
+        self.deltas.iter().map(|d| d.art.memory_usage()).sum()
+    }
+}
+
+impl<V: FrozenValue> fmt::Debug for Layers<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Layers")
+            .field("deltas", &self.deltas)
+            .field("base", &self.base)
+            .field("seals", &self.seals)
+            .finish()
+    }
+}

@@ -1,0 +1,989 @@
+//! [`HybridMap`]: a mutable, concurrent ordered map at close to the memory of
+//! a [`FrozenLayer`], with recent changes in a small [`FastArt`](crate::FastArt) delta and
+//! merges in the background.
+//!
+//! # Layers
+//!
+//! ```text
+//!  writes ──▶ fresh delta    FastArt<Option<V>>, behind an RwLock   (newest)
+//!             sealed deltas  Arc<FastArt<Option<V>>>, immutable      (being merged)
+//!             base           Arc<FrozenLayer<V>>, immutable          (oldest, almost all keys)
+//! ```
+//!
+//! A lookup asks the layers from newest to oldest and the first that knows
+//! the key answers: a value, or a **tombstone** (`None`) that says the key
+//! was removed. A removal writes a tombstone only when an older layer holds
+//! the key; a key that lives only in the fresh delta is simply removed from
+//! it. Ordered iteration is a streaming merge of the layers, newest winning
+//! (see [`Iter`]). [`len`](HybridMap::len) is exact: every write knows
+//! whether it adds or removes a key.
+//!
+//! A **merge** seals the fresh delta (an O(1) swap: it becomes an immutable
+//! sealed delta and an empty fresh delta takes the writes), then streams the
+//! sealed deltas and the base in key order into a new [`FrozenLayer`], and
+//! swaps it in as the base. Nothing is copied in memory but the layer being
+//! built. A merge that fails (an I/O error, a panic in
+//! [`FrozenValue::encode`]) changes nothing: its sealed delta stays, still
+//! read, and the next merge takes it together with the newer writes.
+//!
+//! # Concurrency
+//!
+//! A `HybridMap` is `Send + Sync` (for `V: Send + Sync`) and every operation
+//! takes `&self`: share it in an `Arc` or scoped threads. Inside:
+//!
+//! * the fresh delta sits in a [`std::sync::RwLock`]. On Linux it is a futex
+//!   lock that blocks new readers once a writer waits, so writers are not
+//!   starved; no extra dependency was worth it for the few operations under
+//!   it;
+//! * the sealed deltas and the base sit in an [`arc_swap::ArcSwap`]. Every
+//!   lookup that misses the fresh delta reads this pointer; `ArcSwap`'s load
+//!   does not touch a shared reference count, so readers on several cores do
+//!   not fight over one cache line, and a merge replaces the pointer without
+//!   waiting for anyone. (arc-swap is small, widely used and maintained; it
+//!   has no dependencies.)
+//!
+//! What each operation may wait for, and how long:
+//!
+//! | operation | holds | may wait for |
+//! |---|---|---|
+//! | [`get`](HybridMap::get), [`contains_key`](HybridMap::contains_key) | the fresh delta's read lock during one lookup in it | a writer's single update of the fresh delta (a `FastArt` insert or remove: well under a microsecond, a few µs when the arena grows a chunk), or a merge's seal (one swap) |
+//! | [`insert`](HybridMap::insert), [`remove`](HybridMap::remove) | the write lock during one `FastArt` update | readers' lookups in the fresh delta, iterators' copies (below), other writers |
+//! | [`iter`](HybridMap::iter), [`range`](HybridMap::range), [`prefix`](HybridMap::prefix) | the read lock while copying the fresh delta's entries in range | as `get` |
+//! | [`first_key_value`](HybridMap::first_key_value), [`last_key_value`](HybridMap::last_key_value) | the read lock for one descent per layer, repeated past each tombstone at that end | as `get` |
+//! | [`freeze`](HybridMap::freeze), [`save`](HybridMap::save), [`clear`](HybridMap::clear) | the merge lock | a merge already running, to its end |
+//!
+//! Readers never wait for a merge: the base and the sealed deltas are
+//! immutable and read through `Arc`s, and the lookups in them (the costly
+//! part, a few microseconds in the fst) happen after the lock is released.
+//! Writers look up a key's old value in the base, too, before taking the
+//! write lock. No lock is held while a merge builds.
+//!
+//! # Iterators
+//!
+//! An [`Iter`] is a snapshot: it owns `Arc`s of the immutable layers and a
+//! copy of the fresh delta's entries in its range, taken under the read lock
+//! when it is created. For a range or prefix scan that copy is small; for
+//! [`iter`](HybridMap::iter) it is the whole fresh delta — bounded by the
+//! merge policy (by default an eighth of the base's keys): about 60 ns per
+//! entry, during which writers wait. An iterator that lives on keeps the
+//! layers it started with alive after a merge replaced them.
+//!
+//! # Choosing the merge policy
+//!
+//! See [`HybridConfig`]. (Measurements: see below.)
+//!
+//! # Example
+//!
+//! ```
+//! use memkv::HybridMap;
+//!
+//! let map = HybridMap::new();
+//! map.insert("usr/bin/env", 3u64);
+//! map.insert("etc/hosts", 1);
+//! map.freeze()?; // both keys now live in the frozen base
+//! map.insert("usr/bin/cat", 2);
+//! assert_eq!(map.remove("etc/hosts"), Some(1)); // a tombstone over the base
+//!
+//! assert_eq!(map.get("usr/bin/env"), Some(3));
+//! assert_eq!(map.len(), 2);
+//! let keys: Vec<Vec<u8>> = map.prefix("usr/").map(|(key, _)| key).collect();
+//! assert_eq!(keys, [b"usr/bin/cat".to_vec(), b"usr/bin/env".to_vec()]);
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! map.save(dir.path().join("paths.memkv"))?;
+//! let reopened = HybridMap::<u64>::open(dir.path().join("paths.memkv"))?;
+//! assert_eq!(reopened.len(), 2);
+//! # Ok::<(), memkv::Error>(())
+//! ```
+
+mod iter;
+mod layers;
+mod merge;
+mod policy;
+mod worker;
+
+use std::fmt;
+use std::mem;
+use std::ops::{Bound, RangeBounds};
+use std::panic;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+
+use self::iter::Batch;
+pub use self::iter::Iter;
+use self::layers::{Delta, Layers};
+use self::merge::Outcome;
+pub use self::policy::HybridConfig;
+use self::worker::Mailbox;
+use crate::{FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
+
+/// A mutable ordered map from byte strings to values that keeps almost all
+/// keys in a compressed [`FrozenLayer`] and recent changes in a small
+/// [`FastArt`](crate::FastArt); see the [module documentation](self) for the design.
+///
+/// The API follows [`BTreeMap`](std::collections::BTreeMap) where it can,
+/// with two differences that come from sharing the map between threads and
+/// from the frozen base: every method takes `&self`, and values come back
+/// **by value** (`V: Clone`), never as references.
+///
+/// ```
+/// use std::sync::Arc;
+/// use memkv::HybridMap;
+///
+/// let map = Arc::new(HybridMap::<u32>::new());
+/// let writer = {
+///     let map = Arc::clone(&map);
+///     std::thread::spawn(move || {
+///         for i in 0..1000u32 {
+///             map.insert(format!("key{i:04}"), i);
+///         }
+///     })
+/// };
+/// writer.join().unwrap();
+/// assert_eq!(map.get("key0042"), Some(42));
+/// assert_eq!(map.len(), 1000);
+/// ```
+pub struct HybridMap<V: FrozenValue> {
+    inner: Arc<Inner<V>>,
+    /// The background merge thread, spawned at the first background merge.
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the map and its merge thread share.
+struct Inner<V: FrozenValue> {
+    fresh: RwLock<Delta<V>>,
+    /// Sealed deltas and base. Replaced (1) by a seal, only while `fresh` is
+    /// write-locked, so that a reader who checked the fresh delta under its
+    /// read lock and loads this before releasing it sees every entry exactly
+    /// once; (2) by a merge's end, with layers that answer every lookup
+    /// alike; (3) by `clear`, under both locks.
+    layers: ArcSwap<Layers<V>>,
+    /// Keys in the map; changed only under the fresh delta's write lock.
+    len: AtomicUsize,
+    config: HybridConfig,
+    /// Held by whoever merges: one merge at a time.
+    merge_lock: Mutex<()>,
+    merging: AtomicBool,
+    /// Approximate heap bytes of the base being built.
+    building: AtomicUsize,
+    record: Mutex<MergeRecord>,
+    mailbox: Mailbox,
+}
+
+/// The history of merges, for [`HybridStats`].
+#[derive(Debug, Default)]
+struct MergeRecord {
+    merges: u64,
+    failed: u64,
+    last_duration: Option<Duration>,
+    last_keys: usize,
+    last_error: Option<String>,
+}
+
+/// A snapshot of a [`HybridMap`]'s layers and merge history; see
+/// [`HybridMap::stats`].
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct HybridStats {
+    /// Keys in the map.
+    pub len: usize,
+    /// Keys in the frozen base.
+    pub base_keys: usize,
+    /// Bytes of the frozen base (on the heap, or mapped from a file when
+    /// [`base_mapped`](Self::base_mapped)).
+    pub base_bytes: usize,
+    /// Whether the base is a memory-mapped file (after
+    /// [`open`](HybridMap::open), until the first merge).
+    pub base_mapped: bool,
+    /// Entries in the deltas (fresh and sealed), tombstones included.
+    pub delta_entries: usize,
+    /// Tombstones among `delta_entries`.
+    pub delta_tombstones: usize,
+    /// Heap bytes of the deltas (fresh and sealed).
+    pub delta_bytes: usize,
+    /// Sealed deltas: 1 while a merge runs, more only after failed merges.
+    pub sealed_deltas: usize,
+    /// Whether a merge is running.
+    pub merging: bool,
+    /// Approximate heap bytes of the base a running merge is building.
+    pub building_bytes: usize,
+    /// Merges completed.
+    pub merges: u64,
+    /// Merges that failed (errors and panics; not cancellations on drop).
+    pub failed_merges: u64,
+    /// How long the last completed merge took to build the new base.
+    pub last_merge_duration: Option<Duration>,
+    /// Keys in the base the last completed merge built.
+    pub last_merge_keys: usize,
+    /// Why the last failed merge failed (cleared by a successful one).
+    pub last_error: Option<String>,
+}
+
+/// What [`Inner::merge`] did.
+enum Merged {
+    /// There was nothing to merge.
+    Nothing,
+    /// A new base is in place.
+    Done,
+    /// Nothing changed; the error or panic is for the caller.
+    Failed(Outcome<()>),
+    Cancelled,
+}
+
+impl<V: FrozenValue> Inner<V> {
+    fn read_fresh(&self) -> RwLockReadGuard<'_, Delta<V>> {
+        self.fresh.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_fresh(&self) -> RwLockWriteGuard<'_, Delta<V>> {
+        self.fresh.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn record(&self) -> MutexGuard<'_, MergeRecord> {
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_merges(&self) -> MutexGuard<'_, ()> {
+        self.merge_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<V: FrozenValue + Clone> Inner<V> {
+    /// Seals the fresh delta and merges every sealed delta into a new base.
+    /// The caller holds the merge lock.
+    fn merge(&self, _merging: &MutexGuard<'_, ()>) -> Merged {
+        {
+            let mut fresh = self.write_fresh();
+            let current = self.layers.load();
+            if !fresh.art.is_empty() {
+                let sealed = mem::replace(&mut *fresh, Delta::new());
+                let mut deltas = Vec::with_capacity(current.deltas.len() + 1);
+                deltas.push(Arc::new(sealed));
+                deltas.extend(current.deltas.iter().cloned());
+                self.layers.store(Arc::new(Layers {
+                    deltas,
+                    base: Arc::clone(&current.base),
+                    seals: current.seals + 1,
+                }));
+            } else if current.deltas.is_empty() {
+                return Merged::Nothing;
+            }
+        }
+        let snapshot = self.layers.load_full();
+        self.merging.store(true, Ordering::Relaxed);
+        let outcome = merge::build(&snapshot, &self.mailbox.cancel, &self.building);
+        self.merging.store(false, Ordering::Relaxed);
+        let mut record = self.record();
+        match outcome {
+            Outcome::Built(base, duration) => {
+                record.merges += 1;
+                record.last_duration = Some(duration);
+                record.last_keys = base.len();
+                record.last_error = None;
+                drop(record);
+                // Only merges replace the layers' contents, and we hold the
+                // merge lock: `snapshot` is still what is in place, give or
+                // take nothing. The new base answers as its sealed deltas
+                // and old base did, so the fresh delta needs no lock.
+                self.layers.store(Arc::new(Layers {
+                    deltas: Vec::new(),
+                    base: Arc::new(base),
+                    seals: snapshot.seals,
+                }));
+                Merged::Done
+            }
+            Outcome::Cancelled => Merged::Cancelled,
+            Outcome::Failed(err) => {
+                record.failed += 1;
+                record.last_error = Some(format!("merge failed: {err}"));
+                Merged::Failed(Outcome::Failed(err))
+            }
+            Outcome::Panicked(payload) => {
+                record.failed += 1;
+                record.last_error = Some(format!(
+                    "merge panicked: {}",
+                    merge::panic_message(payload.as_ref())
+                ));
+                Merged::Failed(Outcome::Panicked(payload))
+            }
+        }
+    }
+
+    /// A merge the policy asked for, in the background or inline: failures
+    /// are recorded, not raised.
+    fn automatic_merge(&self) {
+        let guard = match self.merge_lock.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            // Someone is merging: the next write re-checks the policy.
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        let _ = self.merge(&guard);
+    }
+}
+
+impl<V> HybridMap<V>
+where
+    V: FrozenValue + Clone + Send + Sync + 'static,
+{
+    /// An empty map with the default [`HybridConfig`]. Allocates nothing
+    /// much and starts no thread until it needs to merge.
+    pub fn new() -> Self {
+        Self::with_config(HybridConfig::new())
+    }
+
+    /// An empty map with the given merge policy.
+    pub fn with_config(config: HybridConfig) -> Self {
+        let empty = FrozenLayerBuilder::memory()
+            .into_layer()
+            .expect("an empty layer in memory always builds");
+        Self::from_frozen(empty, config)
+    }
+
+    /// A map over an existing layer, which becomes its base.
+    ///
+    /// ```
+    /// let base = memkv::FrozenLayer::from_sorted_iter([("a", 1u8), ("b", 2)])?;
+    /// let map = memkv::HybridMap::from_frozen(base, Default::default());
+    /// map.insert("c", 3);
+    /// assert_eq!(map.len(), 3);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn from_frozen(base: FrozenLayer<V>, config: HybridConfig) -> Self {
+        let len = base.len();
+        HybridMap {
+            inner: Arc::new(Inner {
+                fresh: RwLock::new(Delta::new()),
+                layers: ArcSwap::from_pointee(Layers::new(base)),
+                len: AtomicUsize::new(len),
+                config,
+                merge_lock: Mutex::new(()),
+                merging: AtomicBool::new(false),
+                building: AtomicUsize::new(0),
+                record: Mutex::new(MergeRecord::default()),
+                mailbox: Mailbox::default(),
+            }),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// Maps the layer file at `path` (written by [`save`](Self::save) or
+    /// [`FrozenLayer::save`]) as the base, after checking it in full (see
+    /// [`FrozenLayer::open`]), with an empty delta and the default policy.
+    ///
+    /// The base then lives in the page cache, not on the heap, until the
+    /// first merge builds a new one in memory.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with_config(path, HybridConfig::new())
+    }
+
+    /// [`open`](Self::open) with the given merge policy.
+    pub fn open_with_config(path: impl AsRef<Path>, config: HybridConfig) -> Result<Self> {
+        Ok(Self::from_frozen(FrozenLayer::open(path)?, config))
+    }
+
+    /// Merges everything into the base (see [`freeze`](Self::freeze)) and
+    /// writes the base to `path` atomically ([`FrozenLayer::save`]).
+    ///
+    /// Writes that other threads make while `save` runs may or may not be
+    /// in the file.
+    ///
+    /// # Panics
+    /// As [`freeze`](Self::freeze).
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        self.freeze()?;
+        let base = Arc::clone(&self.inner.layers.load().base);
+        base.save(path)
+    }
+
+    /// The number of keys.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.inner.len.load(Ordering::Acquire)
+    }
+
+    /// Whether the map has no keys.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value of `key`, cloned from the delta or decoded from the base.
+    ///
+    /// ```
+    /// let map = memkv::HybridMap::new();
+    /// map.insert(b"\x00\xff", vec![1u8, 2]);
+    /// assert_eq!(map.get(b"\x00\xff"), Some(vec![1, 2]));
+    /// assert_eq!(map.get(b"\x00"), None);
+    /// ```
+    #[inline]
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Option<V> {
+        let key = key.as_ref();
+        let fresh = self.inner.read_fresh();
+        if let Some(slot) = fresh.lookup(key) {
+            return slot.clone();
+        }
+        // Loaded before the lock is released: see `Inner::layers`.
+        let layers = self.inner.layers.load();
+        drop(fresh);
+        layers.get(key)
+    }
+
+    /// Whether `key` is in the map (does not decode or clone its value).
+    #[inline]
+    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> bool {
+        let key = key.as_ref();
+        let fresh = self.inner.read_fresh();
+        if let Some(slot) = fresh.lookup(key) {
+            return slot.is_some();
+        }
+        let layers = self.inner.layers.load();
+        drop(fresh);
+        layers.contains_key(key)
+    }
+
+    /// Inserts a value; returns the value `key` had before, if any.
+    ///
+    /// The write goes to the fresh delta. Finding the old value may take a
+    /// lookup in the base (done before the write lock is taken).
+    pub fn insert(&self, key: impl AsRef<[u8]>, value: V) -> Option<V> {
+        let key = key.as_ref();
+        let seen = self.inner.layers.load();
+        let older = seen.get(key);
+        let mut fresh = self.inner.write_fresh();
+        let layers = self.inner.layers.load();
+        let older = if layers.seals == seen.seals {
+            older
+        } else {
+            // A merge sealed the fresh delta meanwhile: its entries moved
+            // down into the layers we looked in. Rare; look again.
+            layers.get(key)
+        };
+        let old = match fresh.art.insert(key, Some(value)) {
+            Some(Some(old)) => Some(old),
+            Some(None) => {
+                fresh.tombstones -= 1;
+                None
+            }
+            None => older,
+        };
+        if old.is_none() {
+            self.inner.len.fetch_add(1, Ordering::Release);
+        }
+        let merge = self.wants_merge(&fresh, &layers);
+        drop(fresh);
+        if merge {
+            self.start_automatic_merge();
+        }
+        old
+    }
+
+    /// Removes `key`; returns the value it had.
+    ///
+    /// If an older layer (the base, or a delta being merged) holds the key,
+    /// this writes a tombstone to the fresh delta; otherwise it removes the
+    /// key from the fresh delta outright.
+    pub fn remove(&self, key: impl AsRef<[u8]>) -> Option<V> {
+        let key = key.as_ref();
+        let seen = self.inner.layers.load();
+        let older = seen.get(key);
+        let mut fresh = self.inner.write_fresh();
+        let layers = self.inner.layers.load();
+        let older = if layers.seals == seen.seals {
+            older
+        } else {
+            layers.get(key)
+        };
+        let delta = &mut *fresh;
+        let old = match delta.art.get_mut(key) {
+            // Only this delta has it: remove it outright.
+            Some(Some(_)) if older.is_none() => delta.art.remove(key).flatten(),
+            // An older layer has it too: a tombstone must hide that.
+            Some(slot @ Some(_)) => {
+                delta.tombstones += 1;
+                slot.take()
+            }
+            Some(None) => None,
+            None => {
+                if older.is_some() {
+                    delta.art.insert(key, None);
+                    delta.tombstones += 1;
+                }
+                older
+            }
+        };
+        if old.is_some() {
+            self.inner.len.fetch_sub(1, Ordering::Release);
+            let merge = self.wants_merge(&fresh, &layers);
+            drop(fresh);
+            if merge {
+                self.start_automatic_merge();
+            }
+        }
+        old
+    }
+
+    /// Removes every key. Waits for a running merge to end first.
+    pub fn clear(&self) {
+        let _merging = self.inner.lock_merges();
+        let mut fresh = self.inner.write_fresh();
+        let empty = FrozenLayerBuilder::memory()
+            .into_layer()
+            .expect("an empty layer in memory always builds");
+        let seals = self.inner.layers.load().seals + 1;
+        *fresh = Delta::new();
+        self.inner.layers.store(Arc::new(Layers {
+            deltas: Vec::new(),
+            base: Arc::new(empty),
+            seals,
+        }));
+        self.inner.len.store(0, Ordering::Release);
+    }
+
+    /// All entries in key order: a snapshot (see [`Iter`]).
+    pub fn iter(&self) -> Iter<V> {
+        self.iter_bounds(Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// The entries whose keys lie in `range`, in key order: a snapshot. An
+    /// inverted or empty range yields nothing (it does not panic).
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u8> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
+    /// let keys: Vec<_> = map.range("b"..).map(|(k, _)| k).collect();
+    /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+    /// assert_eq!(map.range(&b"a"[..]..=&b"b"[..]).count(), 2);
+    /// ```
+    pub fn range<T, R>(&self, range: R) -> Iter<V>
+    where
+        T: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<T>,
+    {
+        self.iter_bounds(owned(range.start_bound()), owned(range.end_bound()))
+    }
+
+    /// The entries whose keys start with `prefix`, in key order: a snapshot.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Iter<V> {
+        let prefix = prefix.as_ref();
+        let end = match prefix_successor(prefix) {
+            Some(end) => Bound::Excluded(end),
+            None => Bound::Unbounded,
+        };
+        self.iter_bounds(Bound::Included(prefix.to_vec()), end)
+    }
+
+    fn iter_bounds(&self, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Iter<V> {
+        let mut copy = Batch::new();
+        let fresh = self.inner.read_fresh();
+        let mut entries = fresh
+            .art
+            .range::<[u8], _>((as_slice(&start), as_slice(&end)));
+        while let Some((key, slot)) = entries.next_entry() {
+            copy.push(key, slot.clone());
+        }
+        let layers = self.inner.layers.load();
+        drop(fresh);
+        Iter::new(Some(copy), &layers, start, end)
+    }
+
+    /// The first entry in key order.
+    pub fn first_key_value(&self) -> Option<(Vec<u8>, V)> {
+        self.edge(Edge::First)
+    }
+
+    /// The last entry in key order (found without iterating: see
+    /// [`Iter`]'s note on direction).
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// map.freeze()?;
+    /// map.remove("b");
+    /// assert_eq!(map.last_key_value(), Some((b"a".to_vec(), 1)));
+    /// assert_eq!(map.first_key_value(), Some((b"a".to_vec(), 1)));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn last_key_value(&self) -> Option<(Vec<u8>, V)> {
+        self.edge(Edge::Last)
+    }
+
+    /// The first or last entry: the extreme key over all layers, resolved
+    /// through them; past a tombstone, the next one.
+    fn edge(&self, edge: Edge) -> Option<(Vec<u8>, V)> {
+        let fresh = self.inner.read_fresh();
+        let layers = self.inner.layers.load();
+        // Keys at or beyond `beyond` were found hidden by tombstones.
+        let mut beyond: Option<Vec<u8>> = None;
+        loop {
+            let bound = match &beyond {
+                Some(key) => Bound::Excluded(key.as_slice()),
+                None => Bound::Unbounded,
+            };
+            let mut best: Option<(Vec<u8>, Option<V>)> = None;
+            let mut offer = |key: &[u8], value: Option<V>| {
+                let better = match &best {
+                    None => true,
+                    Some((b, _)) => match edge {
+                        Edge::First => key < b.as_slice(),
+                        Edge::Last => key > b.as_slice(),
+                    },
+                };
+                // Equal keys keep the first (newest) offer.
+                if better {
+                    best = Some((key.to_vec(), value));
+                }
+            };
+            for delta in std::iter::once(&*fresh).chain(layers.deltas.iter().map(|d| &**d)) {
+                let mut entries = match edge {
+                    Edge::First => delta.art.range::<[u8], _>((bound, Bound::Unbounded)),
+                    Edge::Last => delta.art.range::<[u8], _>((Bound::Unbounded, bound)),
+                };
+                let entry = match edge {
+                    Edge::First => entries.next_entry(),
+                    Edge::Last => entries.next_back_entry(),
+                };
+                if let Some((key, slot)) = entry {
+                    offer(key, slot.clone());
+                }
+            }
+            let base = &layers.base;
+            let from_base = match edge {
+                Edge::First => base.range::<[u8], _>((bound, Bound::Unbounded)).next(),
+                Edge::Last => last_before(base, bound),
+            };
+            if let Some((key, value)) = from_base {
+                offer(&key, Some(value));
+            }
+            let (key, value) = best?;
+            match value {
+                Some(value) => return Some((key, value)),
+                None => beyond = Some(key),
+            }
+        }
+    }
+
+    /// Merges the delta into the base now, in this thread, and returns when
+    /// the new base is in place. If a merge is running (in the background),
+    /// waits for it first, then merges what was written since.
+    ///
+    /// Reads and writes from other threads go on meanwhile; writes made
+    /// after the merge began stay in the (new) fresh delta.
+    ///
+    /// # Errors
+    /// The builder's error ([`FrozenLayerBuilder`]), e.g. an I/O error.
+    /// The map is then unchanged: nothing is lost, and a later merge retries.
+    ///
+    /// # Panics
+    /// If [`FrozenValue::encode`] panics on a value, the panic is passed on,
+    /// after the map has been left as it was.
+    pub fn freeze(&self) -> Result<()> {
+        let guard = self.inner.lock_merges();
+        match self.inner.merge(&guard) {
+            Merged::Nothing | Merged::Done | Merged::Cancelled => Ok(()),
+            Merged::Failed(Outcome::Failed(err)) => Err(err),
+            Merged::Failed(Outcome::Panicked(payload)) => {
+                drop(guard);
+                panic::resume_unwind(payload)
+            }
+            Merged::Failed(_) => Ok(()),
+        }
+    }
+
+    /// Asks the background thread to merge now (spawning it if needed, even
+    /// when the policy merges inline) and returns at once. Failures show in
+    /// [`stats`](Self::stats).
+    pub fn merge_in_background(&self) {
+        if self.spawn_worker() {
+            self.inner.mailbox.request();
+        } else {
+            self.inner.automatic_merge();
+        }
+    }
+
+    /// Whether the policy asks for a merge, given the fresh delta (locked)
+    /// and the layers.
+    #[inline]
+    fn wants_merge(&self, fresh: &Delta<V>, layers: &Layers<V>) -> bool {
+        self.inner.config.wants_merge(
+            fresh.art.len(),
+            fresh.art.memory_usage(),
+            layers.base.len(),
+            layers.base.as_bytes().len(),
+        )
+    }
+
+    fn start_automatic_merge(&self) {
+        if self.inner.config.background {
+            self.merge_in_background();
+        } else {
+            self.inner.automatic_merge();
+        }
+    }
+
+    /// Starts the merge thread if it is not running; false if it cannot be
+    /// started.
+    fn spawn_worker(&self) -> bool {
+        let mut thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner);
+        if thread.is_some() {
+            return true;
+        }
+        let inner = Arc::clone(&self.inner);
+        let spawned = thread::Builder::new()
+            .name("memkv-hybrid-merge".into())
+            .spawn(move || {
+                while inner.mailbox.wait() {
+                    inner.automatic_merge();
+                }
+            });
+        match spawned {
+            Ok(handle) => {
+                *thread = Some(handle);
+                true
+            }
+            Err(err) => {
+                self.inner.record().last_error =
+                    Some(format!("could not start the merge thread: {err}"));
+                false
+            }
+        }
+    }
+
+    /// Sizes of the layers and the history of merges.
+    ///
+    /// ```
+    /// let map = memkv::HybridMap::new();
+    /// map.insert("a", 1u64);
+    /// map.freeze()?;
+    /// map.remove("a");
+    /// let stats = map.stats();
+    /// assert_eq!((stats.len, stats.base_keys, stats.delta_tombstones, stats.merges), (0, 1, 1, 1));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn stats(&self) -> HybridStats {
+        let fresh = self.inner.read_fresh();
+        let layers = self.inner.layers.load_full();
+        let (entries, tombstones, bytes) =
+            (fresh.art.len(), fresh.tombstones, fresh.art.memory_usage());
+        let len = self.len();
+        drop(fresh);
+        let record = self.inner.record();
+        HybridStats {
+            len,
+            base_keys: layers.base.len(),
+            base_bytes: layers.base.as_bytes().len(),
+            base_mapped: layers.base.mapped_bytes() > 0,
+            delta_entries: entries + layers.delta_entries(),
+            delta_tombstones: tombstones + layers.delta_tombstones(),
+            delta_bytes: bytes + layers.delta_bytes(),
+            sealed_deltas: layers.deltas.len(),
+            merging: self.inner.merging.load(Ordering::Relaxed),
+            building_bytes: self.inner.building.load(Ordering::Relaxed),
+            merges: record.merges,
+            failed_merges: record.failed,
+            last_merge_duration: record.last_duration,
+            last_merge_keys: record.last_keys,
+            last_error: record.last_error.clone(),
+        }
+    }
+
+    /// Heap bytes held by the map: the deltas (see
+    /// [`FastArt::memory_usage`](crate::FastArt::memory_usage)), the base when it is on the heap (0 when it
+    /// is mapped from a file: see [`FrozenLayer::memory_usage`]), and, while
+    /// a merge runs, the bytes written so far of the base it builds (the
+    /// builder's buffer may hold up to twice that). Layers that a live
+    /// [`Iter`] keeps after a merge replaced them are not counted.
+    pub fn memory_usage(&self) -> usize {
+        let fresh_bytes = self.inner.read_fresh().art.memory_usage();
+        let layers = self.inner.layers.load();
+        fresh_bytes
+            + layers.delta_bytes()
+            + layers.base.memory_usage()
+            + self.inner.building.load(Ordering::Relaxed)
+    }
+
+    /// The policy this map merges by.
+    pub fn config(&self) -> &HybridConfig {
+        &self.inner.config
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Edge {
+    First,
+    Last,
+}
+
+/// The base's last entry before `bound` (an exclusive upper bound).
+fn last_before<V: FrozenValue>(base: &FrozenLayer<V>, bound: Bound<&[u8]>) -> Option<(Vec<u8>, V)> {
+    let Bound::Excluded(limit) = bound else {
+        return base.last_key_value();
+    };
+    // The ordinal of the first key >= limit, then the one before it.
+    let after = match base.rank(limit) {
+        Some(ordinal) => Some(ordinal),
+        None => base
+            .range::<[u8], _>((Bound::Included(limit), Bound::Unbounded))
+            .next_entry()
+            .map(|(key, _)| base.rank(key).expect("a key the layer just yielded")),
+    };
+    match after {
+        Some(ordinal) => ordinal.checked_sub(1).and_then(|before| base.nth(before)),
+        None => base.last_key_value(),
+    }
+}
+
+fn owned<T: AsRef<[u8]> + ?Sized>(bound: Bound<&T>) -> Bound<Vec<u8>> {
+    match bound {
+        Bound::Included(key) => Bound::Included(key.as_ref().to_vec()),
+        Bound::Excluded(key) => Bound::Excluded(key.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(key) => Bound::Included(key),
+        Bound::Excluded(key) => Bound::Excluded(key),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The smallest byte string greater than every string starting with
+/// `prefix`, or `None` if there is none (`prefix` is empty or all `0xFF`).
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&b| b != 0xFF)?;
+    let mut end = prefix[..=last].to_vec();
+    end[last] += 1;
+    Some(end)
+}
+
+impl<V: FrozenValue> Drop for HybridMap<V> {
+    /// Stops the merge thread: a running merge gives up at its next check
+    /// (every few thousand keys, well under a millisecond), and the thread
+    /// is joined.
+    fn drop(&mut self) {
+        self.inner.mailbox.shutdown();
+        let thread = self
+            .thread
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            // A panic on the merge thread was already reported by the
+            // panic hook; dropping must not panic again.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl<V> Default for HybridMap<V>
+where
+    V: FrozenValue + Clone + Send + Sync + 'static,
+{
+    fn default() -> Self {
+        HybridMap::new()
+    }
+}
+
+impl<V> fmt::Debug for HybridMap<V>
+where
+    V: FrozenValue + Clone + Send + Sync + fmt::Debug + 'static,
+{
+    /// The entries, as a map (like `BTreeMap`'s `Debug`), keys shown as
+    /// byte strings.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        let mut entries = self.iter();
+        while let Some((key, value)) = entries.next_entry() {
+            map.entry(&crate::fmt::ByteStr(key), &value);
+        }
+        map.finish()
+    }
+}
+
+impl<K, V> FromIterator<(K, V)> for HybridMap<V>
+where
+    K: AsRef<[u8]>,
+    V: FrozenValue + Clone + Send + Sync + 'static,
+{
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(entries: I) -> Self {
+        let map = HybridMap::new();
+        for (key, value) in entries {
+            map.insert(key, value);
+        }
+        map
+    }
+}
+
+impl<K, V> Extend<(K, V)> for HybridMap<V>
+where
+    K: AsRef<[u8]>,
+    V: FrozenValue + Clone + Send + Sync + 'static,
+{
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, entries: I) {
+        for (key, value) in entries {
+            self.insert(key, value);
+        }
+    }
+}
+
+impl<V> IntoIterator for &HybridMap<V>
+where
+    V: FrozenValue + Clone + Send + Sync + 'static,
+{
+    type Item = (Vec<u8>, V);
+    type IntoIter = Iter<V>;
+
+    fn into_iter(self) -> Iter<V> {
+        self.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_successor_skips_trailing_ff() {
+        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_successor(b"a\xFF\xFF"), Some(b"b".to_vec()));
+        assert_eq!(prefix_successor(b"\xFF"), None);
+        assert_eq!(prefix_successor(b""), None);
+    }
+
+    #[test]
+    fn last_before_walks_back_by_ordinal() {
+        let base = FrozenLayer::from_sorted_iter([("b", 1u8), ("d", 2), ("f", 3)]).unwrap();
+        let key = |bound: &[u8]| last_before(&base, Bound::Excluded(bound)).map(|(k, _)| k);
+        assert_eq!(key(b"a"), None);
+        assert_eq!(key(b"b"), None);
+        assert_eq!(key(b"c"), Some(b"b".to_vec()));
+        assert_eq!(key(b"d"), Some(b"b".to_vec()));
+        assert_eq!(key(b"e"), Some(b"d".to_vec()));
+        assert_eq!(key(b"z"), Some(b"f".to_vec()));
+        assert_eq!(
+            last_before(&base, Bound::Unbounded).map(|(k, _)| k),
+            Some(b"f".to_vec())
+        );
+    }
+
+    #[test]
+    fn the_map_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<HybridMap<u64>>();
+        check::<HybridMap<Vec<u8>>>();
+        check::<Iter<u64>>();
+        // For any value type, not only the built-in ones: the column reader
+        // is bound `Send + Sync` (frozen/column.rs).
+        fn generic<V: FrozenValue>() {
+            check::<FrozenLayer<V>>();
+        }
+        generic::<u64>();
+    }
+}

@@ -1,0 +1,201 @@
+//! When to merge: the [`HybridConfig`] and its decision.
+
+use std::fmt;
+
+/// How a [`HybridMap`](super::HybridMap) decides to merge its delta into its
+/// base; a builder.
+///
+/// An automatic merge starts when the **fresh delta** (the mutable part,
+/// tombstones included) has at least [`min_delta_keys`](Self::min_delta_keys)
+/// entries and exceeds either share of the base — by entries
+/// ([`key_ratio`](Self::key_ratio)) or by heap bytes
+/// ([`byte_ratio`](Self::byte_ratio)) — or, whatever its entry count, when
+/// its heap bytes exceed the [`byte_budget`](Self::byte_budget).
+/// [`HybridMap::freeze`](super::HybridMap::freeze) merges at any time.
+///
+/// The defaults, and the measurements behind them, are in the [module
+/// documentation](super#choosing-the-merge-policy): a key ratio of
+/// [`DEFAULT_KEY_RATIO`](Self::DEFAULT_KEY_RATIO), no byte ratio, a budget
+/// of [`DEFAULT_BYTE_BUDGET`](Self::DEFAULT_BYTE_BUDGET), at least
+/// [`DEFAULT_MIN_DELTA_KEYS`](Self::DEFAULT_MIN_DELTA_KEYS) entries, merges
+/// on a background thread.
+///
+/// ```
+/// use memkv::{HybridConfig, HybridMap};
+///
+/// let map: HybridMap<u64> = HybridConfig::new()
+///     .key_ratio(0.05)
+///     .byte_budget(64 << 20)
+///     .build();
+/// map.insert("k", 1);
+/// assert_eq!(map.get("k"), Some(1));
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct HybridConfig {
+    pub(crate) key_ratio: f64,
+    pub(crate) byte_ratio: f64,
+    pub(crate) byte_budget: usize,
+    pub(crate) min_delta_keys: usize,
+    pub(crate) background: bool,
+}
+
+impl HybridConfig {
+    /// The default [`key_ratio`](Self::key_ratio).
+    pub const DEFAULT_KEY_RATIO: f64 = 0.125;
+    /// The default [`byte_budget`](Self::byte_budget): 256 MiB.
+    pub const DEFAULT_BYTE_BUDGET: usize = 256 << 20;
+    /// The default [`min_delta_keys`](Self::min_delta_keys).
+    pub const DEFAULT_MIN_DELTA_KEYS: usize = 4096;
+
+    /// The default policy.
+    pub fn new() -> Self {
+        HybridConfig {
+            key_ratio: Self::DEFAULT_KEY_RATIO,
+            byte_ratio: f64::INFINITY,
+            byte_budget: Self::DEFAULT_BYTE_BUDGET,
+            min_delta_keys: Self::DEFAULT_MIN_DELTA_KEYS,
+            background: true,
+        }
+    }
+
+    /// Merge when the fresh delta has more entries than `ratio` times the
+    /// base's keys. `f64::INFINITY` turns this trigger off.
+    ///
+    /// # Panics
+    /// If `ratio` is negative or NaN.
+    pub fn key_ratio(mut self, ratio: f64) -> Self {
+        assert!(ratio >= 0.0, "key_ratio must be at least 0, not {ratio}");
+        self.key_ratio = ratio;
+        self
+    }
+
+    /// Merge when the fresh delta's heap bytes exceed `ratio` times the
+    /// base's bytes (off by default: `f64::INFINITY`).
+    ///
+    /// # Panics
+    /// If `ratio` is negative or NaN.
+    pub fn byte_ratio(mut self, ratio: f64) -> Self {
+        assert!(ratio >= 0.0, "byte_ratio must be at least 0, not {ratio}");
+        self.byte_ratio = ratio;
+        self
+    }
+
+    /// Merge when the fresh delta's heap bytes exceed `bytes`, whatever the
+    /// base's size. `usize::MAX` turns this trigger off.
+    pub fn byte_budget(mut self, bytes: usize) -> Self {
+        self.byte_budget = bytes;
+        self
+    }
+
+    /// The ratio triggers wait for at least `keys` entries in the fresh
+    /// delta, so that a small or empty base is not rebuilt for every few
+    /// writes.
+    pub fn min_delta_keys(mut self, keys: usize) -> Self {
+        self.min_delta_keys = keys;
+        self
+    }
+
+    /// Whether automatic merges run on a background thread owned by the map
+    /// (the default) or inline, in the writing thread, right after the write
+    /// that triggered them. Either way
+    /// [`freeze`](super::HybridMap::freeze) runs in its caller's thread.
+    pub fn background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
+    }
+
+    /// No automatic merges at all: only [`freeze`](super::HybridMap::freeze)
+    /// and [`save`](super::HybridMap::save) merge.
+    pub fn manual(self) -> Self {
+        self.key_ratio(f64::INFINITY)
+            .byte_ratio(f64::INFINITY)
+            .byte_budget(usize::MAX)
+    }
+
+    /// An empty map with this policy.
+    pub fn build<V>(self) -> super::HybridMap<V>
+    where
+        V: crate::FrozenValue + Clone + Send + Sync + 'static,
+    {
+        super::HybridMap::with_config(self)
+    }
+
+    /// Whether a fresh delta of `entries` entries and `bytes` heap bytes
+    /// over a base of `base_keys` keys and `base_bytes` bytes should be
+    /// merged.
+    #[inline]
+    pub(crate) fn wants_merge(
+        &self,
+        entries: usize,
+        bytes: usize,
+        base_keys: usize,
+        base_bytes: usize,
+    ) -> bool {
+        if bytes > self.byte_budget {
+            return entries > 0;
+        }
+        if entries < self.min_delta_keys.max(1) {
+            return false;
+        }
+        entries as f64 > self.key_ratio * base_keys as f64
+            || bytes as f64 > self.byte_ratio * base_bytes as f64
+    }
+}
+
+impl Default for HybridConfig {
+    fn default() -> Self {
+        HybridConfig::new()
+    }
+}
+
+impl fmt::Debug for HybridConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HybridConfig")
+            .field("key_ratio", &self.key_ratio)
+            .field("byte_ratio", &self.byte_ratio)
+            .field("byte_budget", &self.byte_budget)
+            .field("min_delta_keys", &self.min_delta_keys)
+            .field("background", &self.background)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_wait_for_the_minimum() {
+        let config = HybridConfig::new().key_ratio(0.1).min_delta_keys(10);
+        assert!(!config.wants_merge(9, 0, 0, 0));
+        assert!(config.wants_merge(10, 0, 0, 0));
+        assert!(!config.wants_merge(100, 0, 1000, 0));
+        assert!(config.wants_merge(101, 0, 1000, 0));
+    }
+
+    #[test]
+    fn the_budget_needs_no_minimum() {
+        let config = HybridConfig::new().byte_budget(1000).min_delta_keys(10);
+        assert!(config.wants_merge(1, 1001, 1 << 30, 1 << 30));
+        assert!(!config.wants_merge(0, 1001, 0, 0));
+        assert!(!config.wants_merge(1, 1000, 1 << 30, 1 << 30));
+    }
+
+    #[test]
+    fn byte_ratio_and_manual() {
+        let config = HybridConfig::new()
+            .key_ratio(f64::INFINITY)
+            .byte_ratio(0.5)
+            .min_delta_keys(1);
+        assert!(config.wants_merge(1, 501, 10, 1000));
+        assert!(!config.wants_merge(1, 500, 10, 1000));
+        let manual = HybridConfig::new().manual().min_delta_keys(0);
+        assert!(!manual.wants_merge(usize::MAX, usize::MAX - 1, 0, 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "key_ratio must be at least 0")]
+    fn nan_ratio_is_rejected() {
+        let _ = HybridConfig::new().key_ratio(f64::NAN);
+    }
+}

@@ -1,0 +1,231 @@
+//! HybridMap against a `BTreeMap` model: random interleavings of inserts,
+//! removes, lookups, scans and merges (synchronous, background, and
+//! automatic by the policy), over keys that stress tries.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use memkv::{HybridConfig, HybridMap};
+use proptest::prelude::*;
+
+/// Keys over a tiny alphabet with the trie-hostile bytes, so that prefixes,
+/// shared paths and the empty key come up often; now and then a long key
+/// (over 254 bytes, stored out of line in FastArt).
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    let short = prop::collection::vec(
+        prop::sample::select(vec![0x00u8, 0x01, b'a', b'b', 0xFF]),
+        0..5,
+    );
+    prop_oneof![
+        8 => short,
+        1 => (300usize..310, prop::sample::select(vec![b'a', 0xFF])).prop_map(|(len, last)| {
+            let mut key = vec![b'a'; len];
+            key.push(last);
+            key
+        }),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(Vec<u8>, u64),
+    Remove(Vec<u8>),
+    Get(Vec<u8>),
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    Prefix(Vec<u8>),
+    Iterate,
+    Edges,
+    Freeze,
+    Background,
+}
+
+fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
+    prop_oneof![
+        key().prop_map(Bound::Included),
+        key().prop_map(Bound::Excluded),
+        Just(Bound::Unbounded),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => (key(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        6 => key().prop_map(Op::Remove),
+        4 => key().prop_map(Op::Get),
+        2 => (bound(), bound()).prop_map(|(a, b)| Op::Range(a, b)),
+        2 => key().prop_map(Op::Prefix),
+        1 => Just(Op::Iterate),
+        2 => Just(Op::Edges),
+        2 => Just(Op::Freeze),
+        2 => Just(Op::Background),
+    ]
+}
+
+fn model_range(
+    model: &BTreeMap<Vec<u8>, u64>,
+    start: &Bound<Vec<u8>>,
+    end: &Bound<Vec<u8>>,
+) -> Vec<(Vec<u8>, u64)> {
+    // BTreeMap::range panics on inverted ranges; the map yields nothing.
+    model
+        .iter()
+        .filter(|(k, _)| {
+            let above = match start {
+                Bound::Included(s) => *k >= s,
+                Bound::Excluded(s) => *k > s,
+                Bound::Unbounded => true,
+            };
+            let below = match end {
+                Bound::Included(e) => *k <= e,
+                Bound::Excluded(e) => *k < e,
+                Bound::Unbounded => true,
+            };
+            above && below
+        })
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+fn run(config: HybridConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let map: HybridMap<u64> = config.build();
+    let mut model = BTreeMap::new();
+    for op in ops {
+        match op {
+            Op::Insert(k, v) => prop_assert_eq!(map.insert(&k, v), model.insert(k, v)),
+            Op::Remove(k) => prop_assert_eq!(map.remove(&k), model.remove(&k)),
+            Op::Get(k) => {
+                prop_assert_eq!(map.get(&k), model.get(&k).copied());
+                prop_assert_eq!(map.contains_key(&k), model.contains_key(&k));
+            }
+            Op::Range(start, end) => {
+                let got: Vec<_> = map
+                    .range::<[u8], _>((as_ref(&start), as_ref(&end)))
+                    .collect();
+                prop_assert_eq!(got, model_range(&model, &start, &end));
+            }
+            Op::Prefix(p) => {
+                let got: Vec<_> = map.prefix(&p).collect();
+                let want: Vec<_> = model
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(&p))
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect();
+                prop_assert_eq!(got, want);
+            }
+            Op::Iterate => {
+                // The lending way, too.
+                let mut got = Vec::new();
+                let mut it = map.iter();
+                while let Some((k, v)) = it.next_entry() {
+                    got.push((k.to_vec(), v));
+                }
+                let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                prop_assert_eq!(got, want);
+            }
+            Op::Edges => {
+                let first = model.first_key_value().map(|(k, v)| (k.clone(), *v));
+                let last = model.last_key_value().map(|(k, v)| (k.clone(), *v));
+                prop_assert_eq!(map.first_key_value(), first);
+                prop_assert_eq!(map.last_key_value(), last);
+            }
+            Op::Freeze => {
+                map.freeze().unwrap();
+                let stats = map.stats();
+                // No other thread writes: everything is in the base now,
+                // unless a background merge sealed it first and we merged
+                // what little came after.
+                prop_assert_eq!(stats.sealed_deltas, 0);
+                prop_assert_eq!(stats.base_keys, model.len());
+                prop_assert_eq!(stats.delta_entries, 0);
+            }
+            Op::Background => map.merge_in_background(),
+        }
+        prop_assert_eq!(map.len(), model.len());
+        prop_assert_eq!(map.is_empty(), model.is_empty());
+    }
+    // Whatever the merges did meanwhile, a final full comparison.
+    let got: Vec<_> = map.iter().collect();
+    let want: Vec<_> = model.into_iter().collect();
+    prop_assert_eq!(&got, &want);
+    map.freeze().unwrap();
+    prop_assert_eq!(map.iter().collect::<Vec<_>>(), want);
+    prop_assert_eq!(map.stats().failed_merges, 0);
+    Ok(())
+}
+
+fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Merges only when asked, synchronously or in the background.
+    #[test]
+    fn manual_merges(ops in prop::collection::vec(op(), 0..80)) {
+        run(HybridConfig::new().manual(), ops)?;
+    }
+
+    /// The policy merges in the background every few writes, so reads and
+    /// writes interleave with running merges.
+    #[test]
+    fn frequent_background_merges(ops in prop::collection::vec(op(), 0..80)) {
+        run(HybridConfig::new().min_delta_keys(3).key_ratio(0.2), ops)?;
+    }
+
+    /// The policy merges inline, in the writing thread.
+    #[test]
+    fn inline_merges(ops in prop::collection::vec(op(), 0..80)) {
+        run(HybridConfig::new().min_delta_keys(2).key_ratio(0.3).background(false), ops)?;
+    }
+}
+
+#[test]
+fn trie_hostile_keys_survive_merges() {
+    let keys: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![0x00],
+        vec![0x00, 0x00],
+        vec![0xFF],
+        vec![0xFF, 0xFF, 0xFF],
+        b"a".to_vec(),
+        b"ab".to_vec(),
+        b"abc".to_vec(),
+        vec![b'a'; 1000],
+        [vec![b'a'; 1000], vec![0x00]].concat(),
+    ];
+    let map = HybridMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(map.insert(k, i as u64), None);
+    }
+    map.freeze().unwrap();
+    // Tombstones over the base for every other key, then re-insert one.
+    for k in keys.iter().step_by(2) {
+        assert!(map.remove(k).is_some());
+    }
+    assert_eq!(map.insert(&keys[0], 99), None);
+    let mut want: BTreeMap<Vec<u8>, u64> = keys
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(i, k)| (k.clone(), i as u64))
+        .collect();
+    want.insert(vec![], 99);
+    let check = |map: &HybridMap<u64>| {
+        assert_eq!(map.iter().collect::<BTreeMap<_, _>>(), want);
+        assert_eq!(map.len(), want.len());
+        assert_eq!(map.first_key_value(), Some((vec![], 99)));
+        assert_eq!(map.last_key_value(), Some((vec![0xFF], 3)));
+        assert_eq!(map.prefix([b'a'; 3]).count(), 1);
+    };
+    check(&map);
+    let stats = map.stats();
+    assert_eq!((stats.delta_tombstones, stats.base_keys), (4, keys.len()));
+    map.freeze().unwrap();
+    check(&map);
+    assert_eq!(map.stats().base_keys, want.len());
+}
