@@ -1,0 +1,249 @@
+//! Merges that fail or are paused half-way: nothing is lost, and reads and
+//! writes go on through fresh delta → sealed delta → base.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use memkv::frozen::{FrozenValue, IntColumn};
+use memkv::{HybridConfig, HybridMap};
+
+/// A value whose encoding panics when it equals `BAD`: user code failing
+/// in the middle of a merge.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Touchy<const BAD: u64>(u64);
+
+impl<const BAD: u64> FrozenValue for Touchy<BAD> {
+    const TYPE_NAME: &'static str = "Touchy";
+    type Column = IntColumn;
+    fn encode(&self) -> u64 {
+        assert_ne!(self.0, BAD, "Touchy refuses to encode {BAD}");
+        self.0
+    }
+    fn decode(encoded: u64) -> Self {
+        Touchy(encoded)
+    }
+}
+
+fn key(i: u64) -> String {
+    format!("usr/share/doc/pkg{:05}/changelog", i)
+}
+
+/// Every key `0..n` but `removed` maps to its own number.
+fn assert_all_there<const BAD: u64>(map: &HybridMap<Touchy<BAD>>, n: u64, removed: &[u64]) {
+    for i in 0..n {
+        let want = (!removed.contains(&i)).then_some(Touchy(i));
+        assert_eq!(map.get(key(i)), want, "key {i}");
+    }
+    let keys: Vec<_> = map.iter().map(|(k, _)| k).collect();
+    assert_eq!(keys.len() as u64, n - removed.len() as u64);
+    assert!(keys.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(map.len() as u64, n - removed.len() as u64);
+}
+
+#[test]
+fn a_panicking_freeze_loses_nothing() {
+    let map: HybridMap<Touchy<7>> = HybridConfig::new().manual().build();
+    for i in 0..500 {
+        map.insert(key(i), Touchy(i));
+    }
+    // Key 7 has the value whose encoding panics: this merge fails.
+    let err = panic::catch_unwind(AssertUnwindSafe(|| map.freeze())).unwrap_err();
+    let message = err.downcast_ref::<String>().unwrap();
+    assert!(message.contains("refuses to encode 7"), "{message}");
+    let stats = map.stats();
+    assert_eq!((stats.merges, stats.failed_merges), (0, 1));
+    assert_eq!(stats.sealed_deltas, 1, "the failed delta stays, sealed");
+    assert_eq!(stats.base_keys, 0);
+    assert!(stats.last_error.unwrap().contains("refuses to encode 7"));
+    assert_all_there(&map, 500, &[]);
+
+    // Writes go on over the failed delta; a second failure stacks a second
+    // sealed delta.
+    for i in 500..600 {
+        map.insert(key(i), Touchy(i));
+    }
+    map.remove(key(3));
+    assert!(panic::catch_unwind(AssertUnwindSafe(|| map.freeze())).is_err());
+    assert_eq!(map.stats().sealed_deltas, 2);
+    assert_all_there(&map, 600, &[3]);
+
+    // Once the bad value is gone, the next merge takes every layer.
+    map.insert(key(7), Touchy(7 + 1000));
+    map.freeze().unwrap();
+    let stats = map.stats();
+    assert_eq!(
+        (stats.merges, stats.failed_merges, stats.sealed_deltas),
+        (1, 2, 0)
+    );
+    assert_eq!((stats.base_keys, stats.delta_entries), (599, 0));
+    assert_eq!(stats.last_error, None);
+    assert_eq!(map.get(key(7)), Some(Touchy(1007)));
+    // The bad value is fine in the delta, as long as no merge meets it.
+    map.insert(key(7), Touchy(7));
+    assert_all_there(&map, 600, &[3]);
+}
+
+#[test]
+fn a_failing_background_merge_loses_nothing() {
+    let map: HybridMap<Touchy<42>> = HybridConfig::new()
+        .min_delta_keys(100)
+        .key_ratio(0.0)
+        .build();
+    for i in 0..100 {
+        map.insert(key(i), Touchy(i));
+    }
+    // The 100th insert started a background merge, which meets 42 and fails.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while map.stats().failed_merges == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the merge neither failed nor ended"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    let stats = map.stats();
+    assert_eq!((stats.merges, stats.sealed_deltas), (0, 1));
+    assert_all_there(&map, 100, &[]);
+    // Replace the bad value: the next automatic merge (after another 100
+    // writes) succeeds.
+    map.insert(key(42), Touchy(1042));
+    for i in 100..250 {
+        map.insert(key(i), Touchy(i));
+    }
+    while map.stats().merges == 0 {
+        assert!(Instant::now() < deadline, "no merge succeeded");
+        thread::sleep(Duration::from_millis(1));
+    }
+    map.insert(key(42), Touchy(42 + 1));
+    map.freeze().unwrap();
+    assert_eq!(map.get(key(42)), Some(Touchy(43)));
+    map.insert(key(42), Touchy(u64::MAX));
+    map.remove(key(42));
+    assert_all_there(&map, 250, &[42]);
+}
+
+/// A value whose encoding of `HOLD` blocks until the test opens the gate:
+/// a merge paused half-way.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Gated(u64);
+
+const HOLD: u64 = 1_000_000;
+
+/// (merge reached the gate, gate open)
+static GATE: (Mutex<(bool, bool)>, Condvar) = (Mutex::new((false, false)), Condvar::new());
+
+impl FrozenValue for Gated {
+    const TYPE_NAME: &'static str = "Gated";
+    type Column = IntColumn;
+    fn encode(&self) -> u64 {
+        if self.0 == HOLD {
+            let (lock, cond) = &GATE;
+            let mut state = lock.lock().unwrap();
+            state.0 = true;
+            cond.notify_all();
+            while !state.1 {
+                state = cond.wait(state).unwrap();
+            }
+        }
+        self.0
+    }
+    fn decode(encoded: u64) -> Self {
+        Gated(encoded)
+    }
+}
+
+#[test]
+fn reads_and_writes_go_on_during_a_merge() {
+    let map = Arc::new(HybridConfig::new().manual().build::<Gated>());
+    // Base: keys 0..300.
+    for i in 0..300 {
+        map.insert(key(i), Gated(i));
+    }
+    map.freeze().unwrap();
+    // To be sealed: updates, removals (tombstones over the base), new keys,
+    // and the key whose value holds the merge.
+    for i in 0..100 {
+        map.insert(key(i), Gated(i + 10_000));
+    }
+    for i in 100..150 {
+        map.remove(key(i));
+    }
+    for i in 300..400 {
+        map.insert(key(i), Gated(i));
+    }
+    map.insert("zz-hold", Gated(HOLD));
+    let merger = {
+        let map = Arc::clone(&map);
+        thread::spawn(move || map.freeze())
+    };
+    {
+        let (lock, cond) = &GATE;
+        let mut state = lock.lock().unwrap();
+        while !state.0 {
+            state = cond.wait(state).unwrap();
+        }
+    }
+    // The merge is running and holds: the delta is sealed.
+    let stats = map.stats();
+    assert!(stats.merging);
+    assert_eq!((stats.sealed_deltas, stats.base_keys), (1, 300));
+    assert_eq!(stats.delta_entries, 100 + 50 + 100 + 1);
+    // Fresh writes over the sealed delta and the base.
+    map.insert(key(0), Gated(20_000)); // over sealed over base
+    map.insert(key(100), Gated(20_100)); // over a sealed tombstone
+    map.remove(key(300)); // a sealed key: needs a tombstone
+    map.remove(key(200)); // a base key
+    map.insert(key(500), Gated(500)); // new
+    assert_eq!(map.remove(key(500)), Some(Gated(500))); // only fresh: outright
+    let check = |map: &HybridMap<Gated>| {
+        assert_eq!(map.get(key(0)), Some(Gated(20_000)));
+        assert_eq!(map.get(key(1)), Some(Gated(10_001)));
+        assert_eq!(map.get(key(100)), Some(Gated(20_100)));
+        assert_eq!(map.get(key(101)), None);
+        assert_eq!(map.get(key(200)), None);
+        assert_eq!(map.get(key(201)), Some(Gated(201)));
+        assert_eq!(map.get(key(300)), None);
+        assert_eq!(map.get(key(301)), Some(Gated(301)));
+        assert_eq!(map.get(key(500)), None);
+        // 400 keys + hold − 49 removed (100..150 but 100) − 200 − 300.
+        assert_eq!(map.len(), 400 + 1 - 49 - 2);
+        let all: Vec<_> = map.iter().collect();
+        assert_eq!(all.len(), map.len());
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(map.range(key(99)..key(102)).count(), 2); // 99 and 100
+        assert_eq!(
+            map.last_key_value(),
+            Some((b"zz-hold".to_vec(), Gated(HOLD)))
+        );
+    };
+    check(&map);
+    let fresh_stats = map.stats();
+    assert_eq!(fresh_stats.delta_entries, 251 + 4);
+    // An iterator taken now is a snapshot across the merge's end.
+    let snapshot = map.range(key(0)..key(2));
+    {
+        let (lock, cond) = &GATE;
+        lock.lock().unwrap().1 = true;
+        cond.notify_all();
+    }
+    merger.join().unwrap().unwrap();
+    let stats = map.stats();
+    assert_eq!(
+        (stats.sealed_deltas, stats.base_keys, stats.merges),
+        (0, 400 + 1 - 50, 2)
+    );
+    assert_eq!(stats.delta_entries, 4);
+    check(&map);
+    assert_eq!(
+        snapshot.collect::<Vec<_>>(),
+        [
+            (key(0).into_bytes(), Gated(20_000)),
+            (key(1).into_bytes(), Gated(10_001))
+        ]
+    );
+    map.freeze().unwrap();
+    check(&map);
+    assert_eq!(map.stats().delta_entries, 0);
+}

@@ -1,0 +1,137 @@
+//! save → open round trips, and the Debian sample through a HybridMap.
+
+use std::collections::BTreeMap;
+
+use memkv::{Error, FrozenLayer, HybridConfig, HybridMap};
+
+#[test]
+fn save_then_open_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("map.memkv");
+    let map: HybridMap<Vec<u8>> = HybridConfig::new().manual().build();
+    let mut model = BTreeMap::new();
+    for i in 0..2000u32 {
+        let key = format!("k{:04}", i * 7 % 2000).into_bytes();
+        let value = i.to_le_bytes().repeat((i % 4) as usize);
+        map.insert(&key, value.clone());
+        model.insert(key, value);
+    }
+    map.freeze().unwrap();
+    // Unmerged changes at save time: tombstones over the base, updates, new.
+    for i in (0..2000).step_by(3) {
+        let key = format!("k{i:04}").into_bytes();
+        assert_eq!(map.remove(&key), model.remove(&key));
+    }
+    map.insert("k0001", b"updated".to_vec());
+    model.insert(b"k0001".to_vec(), b"updated".to_vec());
+    map.insert([0xFF, 0x00], vec![]);
+    model.insert(vec![0xFF, 0x00], vec![]);
+    map.save(&path).unwrap();
+    assert_eq!(map.stats().delta_entries, 0, "save merges first");
+
+    let reopened = HybridMap::<Vec<u8>>::open(&path).unwrap();
+    let stats = reopened.stats();
+    assert!(stats.base_mapped);
+    assert_eq!(
+        (stats.len, stats.base_keys, stats.delta_entries),
+        (model.len(), model.len(), 0)
+    );
+    assert_eq!(
+        reopened.memory_usage(),
+        stats.delta_bytes,
+        "the base is mapped, not on the heap"
+    );
+    assert_eq!(reopened.iter().collect::<BTreeMap<_, _>>(), model);
+    // The reopened map is a map like any other: write, merge, save again.
+    reopened.insert("new", b"v".to_vec());
+    reopened.remove("k0001");
+    model.insert(b"new".to_vec(), b"v".to_vec());
+    model.remove(&b"k0001"[..]);
+    reopened.freeze().unwrap();
+    assert!(
+        !reopened.stats().base_mapped,
+        "a merge builds the new base in memory"
+    );
+    reopened.save(&path).unwrap();
+    drop(reopened);
+    let again = HybridMap::<Vec<u8>>::open(&path).unwrap();
+    assert_eq!(again.iter().collect::<BTreeMap<_, _>>(), model);
+    // The file is a plain FrozenLayer.
+    let layer = FrozenLayer::<Vec<u8>>::open(&path).unwrap();
+    assert_eq!(layer.len(), model.len());
+}
+
+#[test]
+fn open_reports_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.memkv");
+    assert!(matches!(
+        HybridMap::<u64>::open(&missing),
+        Err(Error::Io { .. })
+    ));
+    let path = dir.path().join("bytes.memkv");
+    let map: HybridMap<Vec<u8>> = [("a", vec![1u8])].into_iter().collect();
+    map.save(&path).unwrap();
+    assert!(matches!(
+        HybridMap::<u64>::open(&path),
+        Err(Error::ValueTypeMismatch { .. })
+    ));
+}
+
+/// The first `n` keys of the committed Debian sample, in its (shuffled)
+/// order.
+fn debian_sample(n: usize) -> Vec<Vec<u8>> {
+    let data = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/debian-paths-100k.txt"
+    ))
+    .unwrap();
+    data.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .take(n)
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn debian_sample_through_the_policy() {
+    let keys = debian_sample(30_000);
+    // Small thresholds so that merges run while inserting: inline, so that
+    // their number does not depend on timing (at 1000, 2000, 4000, ... keys).
+    let map: HybridMap<u64> = HybridConfig::new()
+        .min_delta_keys(1000)
+        .key_ratio(1.0)
+        .background(false)
+        .build();
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(map.insert(key, i as u64), None);
+    }
+    for (i, key) in keys.iter().enumerate().step_by(10) {
+        assert_eq!(map.remove(key), Some(i as u64));
+    }
+    map.freeze().unwrap();
+    let stats = map.stats();
+    assert_eq!(stats.merges, 6, "{stats:?}");
+    assert_eq!(stats.failed_merges, 0);
+    assert_eq!(stats.len, 27_000);
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(map.get(key), (i % 10 != 0).then_some(i as u64));
+    }
+    // After a full merge the map is its base: memory within 10% of the
+    // FrozenLayer of the same entries built alone (the target of issue 5).
+    let alone = FrozenLayer::from_unsorted_iter(
+        keys.iter()
+            .enumerate()
+            .filter(|(i, _)| i % 10 != 0)
+            .map(|(i, k)| (k.clone(), i as u64)),
+    )
+    .unwrap();
+    let (hybrid, frozen) = (map.memory_usage(), alone.memory_usage());
+    println!("after freeze: HybridMap {hybrid} B, FrozenLayer alone {frozen} B");
+    assert!(
+        hybrid as f64 <= frozen as f64 * 1.10,
+        "{hybrid} vs {frozen}"
+    );
+    let sorted: Vec<_> = map.iter().collect();
+    assert_eq!(sorted, alone.iter().collect::<Vec<_>>());
+}
