@@ -1,0 +1,338 @@
+//! Memtables for LSM engines: the [`Memtable`] interface, three
+//! implementations, and a small [`WritePath`] to measure them in.
+//!
+//! An LSM engine keeps its recent writes in a sorted in-memory table, the
+//! memtable, and flushes it to a sorted file when it is full. Every write is
+//! an *internal entry*: the user's key, a sequence number that orders writes,
+//! and a kind (a value, or a tombstone recording a delete). The memtable keeps
+//! every version: entries are ordered by user key ascending, then sequence
+//! number descending, so the newest version of a key comes first, and a read
+//! at a snapshot (a sequence number) sees the newest version not newer than
+//! the snapshot.
+//!
+//! | type | structure | writers | readers during a write |
+//! |---|---|---|---|
+//! | [`ArtMemtable`] | [`FastArt`](crate::FastArt) over user keys, versions chained in a value arena | serialised by a lock | wait for at most one insert |
+//! | [`SkipListMemtable`] | `crossbeam_skiplist::SkipMap` (lock-free) | concurrent, lock-free | never wait |
+//! | [`VecMemtable`] | append to a vector, sort on freeze | serialised by a lock | wait for at most one append; reads scan the whole table |
+//!
+//! `SkipListMemtable` is the common baseline (what Rust LSM engines use
+//! today); `ArtMemtable` is the one meant to take less memory and load faster;
+//! `VecMemtable` is the write-only reference point (the cheapest possible
+//! insert, reads that are only good enough for tests).
+//!
+//! # Example
+//! ```
+//! use memkv::memtable::{ArtMemtable, EntryCursor, Lookup, Memtable, MemtableRead, ValueKind, MAX_SEQNO};
+//!
+//! let mem = ArtMemtable::default();
+//! mem.insert(b"apple", 1, ValueKind::Value, b"red");
+//! mem.insert(b"apple", 3, ValueKind::Value, b"green");
+//! mem.insert(b"pear", 2, ValueKind::Value, b"yellow");
+//! mem.insert(b"pear", 4, ValueKind::Tombstone, b"");
+//!
+//! // Reads at a snapshot see the newest version not newer than it.
+//! assert_eq!(mem.get(b"apple", 2), Lookup::Found(b"red".to_vec()));
+//! assert_eq!(mem.get(b"apple", MAX_SEQNO), Lookup::Found(b"green".to_vec()));
+//! assert_eq!(mem.get(b"pear", 3), Lookup::Found(b"yellow".to_vec()));
+//! assert_eq!(mem.get(b"pear", 4), Lookup::Deleted);
+//! assert_eq!(mem.get(b"plum", 4), Lookup::Absent);
+//!
+//! // A full memtable is frozen; its sorted entries feed a flush.
+//! let frozen = mem.freeze();
+//! let mut cursor = frozen.iter(MAX_SEQNO);
+//! let mut order = Vec::new();
+//! while let Some(e) = cursor.next_entry() {
+//!     order.push((e.user_key.to_vec(), e.seqno));
+//! }
+//! assert_eq!(order, [(b"apple".to_vec(), 3), (b"apple".to_vec(), 1),
+//!                    (b"pear".to_vec(), 4), (b"pear".to_vec(), 2)]);
+//! ```
+//!
+//! # Reading without allocating
+//! [`MemtableRead::get_with`] hands the value to a closure as a borrowed slice,
+//! and cursors are lending ([`EntryCursor::next_entry`] borrows the entry from
+//! the cursor), so neither a lookup nor a flush allocates per entry.
+//! [`MemtableRead::get`] and [`EntryCursor::collect_entries`] are the
+//! allocating conveniences.
+//!
+//! # Same key, same sequence number
+//! An internal key is the pair (user key, sequence number). Inserting a pair
+//! that is already present replaces its kind and value, as
+//! `BTreeMap::insert` does. Engines never do it (every write gets a new
+//! sequence number); it is defined so that every implementation behaves the
+//! same.
+//!
+//! # Value storage
+//! `ArtMemtable` and `VecMemtable` copy each entry's bytes into an append-only
+//! arena of large chunks, so an entry costs no allocation of its own. Both
+//! keep the arena behind the lock they need anyway. `SkipListMemtable` is
+//! lock-free, and an arena shared by lock-free writers would need `unsafe`
+//! code; instead it keeps each entry's key and value together in *one* boxed
+//! slice (one allocation per entry besides the skip-list node: fewer than the
+//! three — node, key, value — of the usual `SkipMap<InternalKey, Value>`).
+
+mod arena;
+mod art;
+mod buffered;
+mod key;
+mod skiplist;
+mod vec;
+mod write_path;
+
+use std::ops::RangeBounds;
+
+pub use self::art::{ArtCursor, ArtMemtable, FrozenArtCursor, FrozenArtMemtable};
+pub use self::buffered::BufferedCursor;
+pub use self::skiplist::{FrozenSkipListMemtable, SkipListCursor, SkipListMemtable};
+pub use self::vec::{FrozenVecCursor, FrozenVecMemtable, VecMemtable};
+pub use self::write_path::{WritePath, WritePathOptions, WritePathStats};
+
+/// The largest sequence number: they are 56-bit, so that a sequence number
+/// and a [`ValueKind`] pack into one `u64` (as in RocksDB and LevelDB).
+///
+/// As a snapshot, any number at or above it sees every entry.
+pub const MAX_SEQNO: u64 = (1 << 56) - 1;
+
+/// What an internal entry records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ValueKind {
+    /// A delete: the key has no value as of this entry's sequence number.
+    Tombstone = 0,
+    /// A put: the entry's value is the key's value.
+    Value = 1,
+}
+
+impl ValueKind {
+    #[inline]
+    pub(crate) fn from_bit(bit: u64) -> ValueKind {
+        if bit & 1 == 1 {
+            ValueKind::Value
+        } else {
+            ValueKind::Tombstone
+        }
+    }
+}
+
+/// The answer of a point lookup at a snapshot: a value, a delete, or nothing
+/// (the key has no entry visible at the snapshot, so older layers decide).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lookup<V> {
+    /// The newest visible entry is a value.
+    Found(V),
+    /// The newest visible entry is a tombstone: the key is deleted, and older
+    /// layers must not be consulted.
+    Deleted,
+    /// No visible entry: look in older layers.
+    Absent,
+}
+
+impl<V> Lookup<V> {
+    /// Applies `f` to a found value.
+    #[inline]
+    pub fn map<U>(self, f: impl FnOnce(V) -> U) -> Lookup<U> {
+        match self {
+            Lookup::Found(v) => Lookup::Found(f(v)),
+            Lookup::Deleted => Lookup::Deleted,
+            Lookup::Absent => Lookup::Absent,
+        }
+    }
+
+    /// The value, if one was found (`None` for both a delete and absence).
+    #[inline]
+    pub fn found(self) -> Option<V> {
+        match self {
+            Lookup::Found(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether this layer decided the lookup (found or deleted), so older
+    /// layers need not be asked.
+    #[inline]
+    pub fn is_decided(&self) -> bool {
+        !matches!(self, Lookup::Absent)
+    }
+}
+
+/// One internal entry, borrowed from a memtable or a cursor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EntryRef<'a> {
+    /// The user's key.
+    pub user_key: &'a [u8],
+    /// The sequence number (at most [`MAX_SEQNO`]).
+    pub seqno: u64,
+    /// A value or a tombstone.
+    pub kind: ValueKind,
+    /// The value bytes (for a tombstone: whatever was inserted with it,
+    /// usually nothing).
+    pub value: &'a [u8],
+}
+
+impl EntryRef<'_> {
+    /// An owned copy.
+    pub fn to_entry(&self) -> Entry {
+        Entry {
+            user_key: self.user_key.to_vec(),
+            seqno: self.seqno,
+            kind: self.kind,
+            value: self.value.to_vec(),
+        }
+    }
+}
+
+/// One internal entry, owned.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Entry {
+    /// The user's key.
+    pub user_key: Vec<u8>,
+    /// The sequence number.
+    pub seqno: u64,
+    /// A value or a tombstone.
+    pub kind: ValueKind,
+    /// The value bytes.
+    pub value: Vec<u8>,
+}
+
+/// A lending cursor over internal entries in order: user key ascending, then
+/// sequence number descending.
+///
+/// Not an [`Iterator`], because each entry is borrowed from the cursor (its
+/// key may live in a buffer the cursor reuses), which is what lets a flush
+/// run without an allocation per entry:
+///
+/// ```
+/// use memkv::memtable::{EntryCursor, Memtable, MemtableRead, SkipListMemtable, ValueKind, MAX_SEQNO};
+///
+/// let mem = SkipListMemtable::default();
+/// mem.insert(b"b", 1, ValueKind::Value, b"x");
+/// mem.insert(b"a", 2, ValueKind::Value, b"y");
+/// let mut cursor = mem.iter(MAX_SEQNO);
+/// let mut bytes = 0;
+/// while let Some(entry) = cursor.next_entry() {
+///     bytes += entry.user_key.len() + entry.value.len();
+/// }
+/// assert_eq!(bytes, 4);
+/// ```
+pub trait EntryCursor {
+    /// The next entry, or `None` at the end.
+    fn next_entry(&mut self) -> Option<EntryRef<'_>>;
+
+    /// Every remaining entry, copied out (allocates per entry; for tests and
+    /// small reads).
+    fn collect_entries(mut self) -> Vec<Entry>
+    where
+        Self: Sized,
+    {
+        let mut out = Vec::new();
+        while let Some(e) = self.next_entry() {
+            out.push(e.to_entry());
+        }
+        out
+    }
+}
+
+/// The read side of a memtable, shared by active and frozen memtables.
+///
+/// `Send + Sync`: readers on any number of threads, concurrently with each
+/// other (and, for an active [`Memtable`], with its writer).
+pub trait MemtableRead: Send + Sync {
+    /// The cursor returned by [`MemtableRead::range`].
+    type Cursor<'a>: EntryCursor
+    where
+        Self: 'a;
+
+    /// Looks up the newest version of `user_key` with a sequence number at
+    /// most `snapshot`, and passes the answer to `f` with the value borrowed
+    /// (no allocation).
+    fn get_with<R>(&self, user_key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R;
+
+    /// Like [`MemtableRead::get_with`], with the value copied out.
+    fn get(&self, user_key: &[u8], snapshot: u64) -> Lookup<Vec<u8>> {
+        self.get_with(user_key, snapshot, |l| l.map(<[u8]>::to_vec))
+    }
+
+    /// The entries whose user keys lie in `range` and whose sequence numbers
+    /// are at most `snapshot` (every version of each key, newest first).
+    ///
+    /// `range` is over user keys: `..`, or a pair of `Bound<&[u8]>`.
+    fn range<'a>(&'a self, range: impl RangeBounds<[u8]>, snapshot: u64) -> Self::Cursor<'a>;
+
+    /// All entries with sequence numbers at most `snapshot`, in order.
+    fn iter(&self, snapshot: u64) -> Self::Cursor<'_> {
+        self.range(.., snapshot)
+    }
+
+    /// The number of internal entries (every version counts).
+    fn len(&self) -> usize;
+
+    /// Whether there is no entry.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Heap bytes held, approximately, for deciding when to flush. Each
+    /// implementation documents what it counts; it is O(1).
+    fn approximate_memory_usage(&self) -> usize;
+}
+
+/// An active memtable: inserts through a shared reference, and a
+/// [`freeze`](Memtable::freeze) into an immutable one for the flush.
+///
+/// Every implementation is `Sync`, so an insert may run while other threads
+/// read. Whether inserts from several threads run in parallel or one after
+/// the other is the implementation's (see the table in the [module
+/// docs](self)); all are correct with concurrent writers.
+pub trait Memtable: MemtableRead + Default {
+    /// The immutable memtable [`freeze`](Memtable::freeze) turns this into.
+    type Frozen: MemtableRead;
+
+    /// Inserts an internal entry; an entry with the same user key and
+    /// sequence number is replaced.
+    ///
+    /// # Panics
+    /// If `seqno` is above [`MAX_SEQNO`], or the key or value is 4 GiB or
+    /// longer.
+    fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]);
+
+    /// Turns the memtable into its immutable form, whose sorted cursor feeds
+    /// a flush.
+    fn freeze(self) -> Self::Frozen;
+}
+
+/// Checks an insert's sequence number.
+#[inline]
+#[track_caller]
+pub(crate) fn check_seqno(seqno: u64) {
+    assert!(
+        seqno <= MAX_SEQNO,
+        "sequence number {seqno} is above MAX_SEQNO ({MAX_SEQNO})"
+    );
+}
+
+/// A range over user keys with owned bounds.
+#[derive(Clone, Debug)]
+pub(crate) struct OwnedRange {
+    pub(crate) start: std::ops::Bound<Vec<u8>>,
+    pub(crate) end: std::ops::Bound<Vec<u8>>,
+}
+
+impl OwnedRange {
+    pub(crate) fn new(range: &impl RangeBounds<[u8]>) -> Self {
+        OwnedRange {
+            start: range.start_bound().map(<[u8]>::to_vec),
+            end: range.end_bound().map(<[u8]>::to_vec),
+        }
+    }
+
+    /// Whether `key` lies below the end bound.
+    #[inline]
+    pub(crate) fn before_end(&self, key: &[u8]) -> bool {
+        use std::ops::Bound;
+        match &self.end {
+            Bound::Included(e) => key <= e.as_slice(),
+            Bound::Excluded(e) => key < e.as_slice(),
+            Bound::Unbounded => true,
+        }
+    }
+}

@@ -1,0 +1,559 @@
+//! [`WritePath`]: a memtable used the way an LSM engine uses it — a harness
+//! for measuring memtables, not a database.
+//!
+//! ```text
+//!  put/delete ──► active memtable ──(full: freeze)──► immutable memtables ──► flusher thread ──► run files
+//!                    ▲ get: 1st                          ▲ get: 2nd, newest first                  ▲ get: 3rd, newest first
+//! ```
+//!
+//! * Writes go to the active memtable, each with the next sequence number.
+//!   Writers are serialised by a mutex (one sequence of numbers).
+//! * When the active memtable's
+//!   [`approximate_memory_usage`](super::MemtableRead::approximate_memory_usage)
+//!   reaches [`WritePathOptions::write_buffer_size`], it is frozen and handed
+//!   over a bounded channel to one background thread, which writes it as a
+//!   sorted run file. At most `max_write_buffer_number − 1` immutable
+//!   memtables exist at once (so at most `max_write_buffer_number`
+//!   memtables, as in RocksDB); a writer that would exceed that stalls until
+//!   the flusher finishes one.
+//! * A read sees every write whose `put`/`delete` returned: the active
+//!   memtable, then the immutable ones, then the run files, newest first; a
+//!   tombstone anywhere stops the search.
+//!
+//! # Run files
+//! A run holds the newest version of each key of one memtable (the write
+//! path reads only the latest state, so older versions are dropped at flush;
+//! tombstones are kept, as they hide older runs), sorted by key:
+//!
+//! ```text
+//!  repeated: | key len: u32 LE | key | value len: u32 LE | value |
+//!            a tombstone has value len 0xFFFF_FFFF and no value bytes
+//! ```
+//!
+//! Written through a buffered writer, not synced (a crash loses nothing a
+//! benchmark cares about). An in-memory sparse index (every 64th key) lets a
+//! read fetch one small block with `pread`. Runs are never compacted or
+//! deleted: the directory is the caller's to clean up.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::{EntryCursor, Lookup, MAX_SEQNO, Memtable, MemtableRead, ValueKind};
+
+/// A tombstone's value length in a run file.
+const TOMBSTONE_LEN: u32 = u32::MAX;
+/// One sparse-index entry per this many run entries.
+const INDEX_EVERY: usize = 64;
+
+/// How a [`WritePath`] is configured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WritePathOptions {
+    /// Directory for the run files (must exist).
+    pub dir: PathBuf,
+    /// Freeze the active memtable when its approximate memory usage reaches
+    /// this many bytes (default 64 MiB, RocksDB's `write_buffer_size`).
+    pub write_buffer_size: usize,
+    /// Memtables that may exist at once, the active one included (default
+    /// 2, at least 2): writers stall while `max_write_buffer_number − 1`
+    /// immutable memtables wait for the flusher.
+    pub max_write_buffer_number: usize,
+}
+
+impl WritePathOptions {
+    /// The defaults, with run files in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        WritePathOptions {
+            dir: dir.into(),
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+        }
+    }
+}
+
+/// What a [`WritePath`] has done so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WritePathStats {
+    /// The last sequence number assigned (= writes so far).
+    pub last_seqno: u64,
+    /// Memtables frozen.
+    pub freezes: u64,
+    /// Run files written.
+    pub flushes: u64,
+    /// Bytes written to run files.
+    pub flushed_bytes: u64,
+    /// Writes that had to wait for the flusher.
+    pub stalls: u64,
+    /// Time writers spent waiting for the flusher.
+    pub stall_time: Duration,
+    /// Immutable memtables not yet flushed.
+    pub immutables: usize,
+}
+
+/// The memtables and runs a read consults.
+struct State<M: Memtable> {
+    active: M,
+    /// Oldest first.
+    immutables: Vec<Arc<M::Frozen>>,
+    /// Oldest first.
+    runs: Vec<Arc<Run>>,
+}
+
+/// Bookkeeping shared with the flusher, behind one mutex.
+#[derive(Debug, Default)]
+struct Progress {
+    /// Immutable memtables handed to the flusher and not yet written.
+    immutables: usize,
+    /// The flusher's first failure: writes fail from then on.
+    error: Option<(io::ErrorKind, String)>,
+    stats: WritePathStats,
+}
+
+struct Shared<M: Memtable> {
+    state: RwLock<State<M>>,
+    progress: Mutex<Progress>,
+    /// Signalled when the flusher finishes (or fails) a memtable.
+    flushed: Condvar,
+    /// Reads see every write up to this sequence number.
+    visible: AtomicU64,
+}
+
+impl<M: Memtable> Shared<M> {
+    fn progress(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An LSM write path around a [`Memtable`]: see the [module
+/// docs](self) for what it does.
+///
+/// ```
+/// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// let mut options = WritePathOptions::new(dir.path());
+/// options.write_buffer_size = 4096; // tiny, to force flushes
+/// let db: WritePath<ArtMemtable> = WritePath::open(options)?;
+/// for i in 0..1000u32 {
+///     db.put(&i.to_be_bytes(), b"some value")?;
+/// }
+/// db.delete(&7u32.to_be_bytes())?;
+/// assert_eq!(db.get(&5u32.to_be_bytes())?, Some(b"some value".to_vec()));
+/// assert_eq!(db.get(&7u32.to_be_bytes())?, None);
+/// let stats = db.close()?;
+/// assert!(stats.flushes > 0);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct WritePath<M: Memtable + 'static> {
+    shared: Arc<Shared<M>>,
+    /// Serialises writers; holds the last sequence number assigned.
+    writer: Mutex<u64>,
+    sender: Option<SyncSender<Arc<M::Frozen>>>,
+    flusher: Option<JoinHandle<()>>,
+    options: WritePathOptions,
+}
+
+impl<M: Memtable + 'static> std::fmt::Debug for WritePath<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WritePath")
+            .field("options", &self.options)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: Memtable + 'static> WritePath<M> {
+    /// Starts a write path with an empty memtable and its flusher thread.
+    ///
+    /// # Errors
+    /// If `options.dir` is not a directory, or the thread can't be started.
+    ///
+    /// # Panics
+    /// If `max_write_buffer_number` is below 2.
+    pub fn open(options: WritePathOptions) -> io::Result<Self> {
+        assert!(
+            options.max_write_buffer_number >= 2,
+            "max_write_buffer_number must be at least 2 (got {})",
+            options.max_write_buffer_number
+        );
+        if !options.dir.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} is not a directory", options.dir.display()),
+            ));
+        }
+        let shared = Arc::new(Shared {
+            state: RwLock::new(State {
+                active: M::default(),
+                immutables: Vec::new(),
+                runs: Vec::new(),
+            }),
+            progress: Mutex::new(Progress::default()),
+            flushed: Condvar::new(),
+            visible: AtomicU64::new(0),
+        });
+        let (sender, receiver) = sync_channel(options.max_write_buffer_number - 1);
+        let flusher = {
+            let shared = Arc::clone(&shared);
+            let dir = options.dir.clone();
+            std::thread::Builder::new()
+                .name("memkv-flusher".into())
+                .spawn(move || flush_loop(&shared, &receiver, &dir))?
+        };
+        Ok(WritePath {
+            shared,
+            writer: Mutex::new(0),
+            sender: Some(sender),
+            flusher: Some(flusher),
+            options,
+        })
+    }
+
+    /// Writes `value` under `key`.
+    ///
+    /// # Errors
+    /// If an earlier flush failed (the write is then not done).
+    pub fn put(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
+        self.write(key, ValueKind::Value, value)
+    }
+
+    /// Deletes `key` (writes a tombstone).
+    ///
+    /// # Errors
+    /// As [`WritePath::put`].
+    pub fn delete(&self, key: &[u8]) -> io::Result<()> {
+        self.write(key, ValueKind::Tombstone, &[])
+    }
+
+    fn write(&self, key: &[u8], kind: ValueKind, value: &[u8]) -> io::Result<()> {
+        let mut last = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        self.check_error()?;
+        let seqno = *last + 1;
+        assert!(seqno <= MAX_SEQNO, "sequence numbers exhausted");
+        let full = {
+            let state = self.state_read();
+            state.active.insert(key, seqno, kind, value);
+            state.active.approximate_memory_usage() >= self.options.write_buffer_size
+        };
+        *last = seqno;
+        self.shared.visible.store(seqno, Ordering::Release);
+        if full {
+            self.switch()?;
+        }
+        Ok(())
+    }
+
+    /// The value of `key` as of the last completed write, or `None` if it
+    /// was never written or was deleted.
+    ///
+    /// # Errors
+    /// If reading a run file fails.
+    pub fn get(&self, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        let snapshot = self.shared.visible.load(Ordering::Acquire);
+        let runs = {
+            let state = self.state_read();
+            match state.active.get(key, snapshot) {
+                Lookup::Found(v) => return Ok(Some(v)),
+                Lookup::Deleted => return Ok(None),
+                Lookup::Absent => {}
+            }
+            for imm in state.immutables.iter().rev() {
+                match imm.get(key, snapshot) {
+                    Lookup::Found(v) => return Ok(Some(v)),
+                    Lookup::Deleted => return Ok(None),
+                    Lookup::Absent => {}
+                }
+            }
+            state.runs.clone()
+        };
+        for run in runs.iter().rev() {
+            match run.get(key)? {
+                Lookup::Found(v) => return Ok(Some(v)),
+                Lookup::Deleted => return Ok(None),
+                Lookup::Absent => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Freezes the active memtable (if it holds anything) and waits until
+    /// every immutable memtable is written to a run.
+    ///
+    /// # Errors
+    /// If a flush failed.
+    pub fn flush(&self) -> io::Result<()> {
+        {
+            let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            if !self.state_read().active.is_empty() {
+                self.switch()?;
+            }
+        }
+        let mut p = self.shared.progress();
+        while p.immutables > 0 && p.error.is_none() {
+            p = self
+                .shared
+                .flushed
+                .wait(p)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        error_of(&p)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> WritePathStats {
+        let p = self.shared.progress();
+        let mut s = p.stats.clone();
+        s.immutables = p.immutables;
+        s.last_seqno = self.shared.visible.load(Ordering::Acquire);
+        s
+    }
+
+    /// The run files written so far, oldest first.
+    pub fn run_paths(&self) -> Vec<PathBuf> {
+        self.state_read()
+            .runs
+            .iter()
+            .map(|r| r.path.clone())
+            .collect()
+    }
+
+    /// Waits for the flusher to write every immutable memtable, stops it,
+    /// and returns the final counters. The active memtable is not flushed
+    /// (call [`WritePath::flush`] first for that).
+    ///
+    /// # Errors
+    /// If a flush failed.
+    pub fn close(mut self) -> io::Result<WritePathStats> {
+        self.stop();
+        let stats = self.stats();
+        error_of(&self.shared.progress())?;
+        Ok(stats)
+    }
+
+    fn stop(&mut self) {
+        // Closing the channel ends the flusher's loop once it is drained.
+        drop(self.sender.take());
+        if let Some(t) = self.flusher.take() {
+            if t.join().is_err() {
+                self.shared.progress().error =
+                    Some((io::ErrorKind::Other, "the flusher thread panicked".into()));
+            }
+        }
+    }
+
+    fn state_read(&self) -> std::sync::RwLockReadGuard<'_, State<M>> {
+        self.shared
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn check_error(&self) -> io::Result<()> {
+        error_of(&self.shared.progress())
+    }
+
+    /// Freezes the active memtable and hands it to the flusher, first
+    /// waiting while the immutable memtables are at their limit. The caller
+    /// holds the writer lock.
+    fn switch(&self) -> io::Result<()> {
+        {
+            let mut p = self.shared.progress();
+            let limit = self.options.max_write_buffer_number - 1;
+            if p.immutables >= limit {
+                let start = Instant::now();
+                while p.immutables >= limit && p.error.is_none() {
+                    p = self
+                        .shared
+                        .flushed
+                        .wait(p)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                p.stats.stalls += 1;
+                p.stats.stall_time += start.elapsed();
+            }
+            error_of(&p)?;
+            p.immutables += 1;
+            p.stats.freezes += 1;
+        }
+        let frozen = {
+            let mut state = self
+                .shared
+                .state
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            let old = std::mem::take(&mut state.active);
+            let frozen = Arc::new(old.freeze());
+            state.immutables.push(Arc::clone(&frozen));
+            frozen
+        };
+        // Never blocks: the channel has room for the limit, which the count
+        // above enforces.
+        let sender = self.sender.as_ref().expect("open until close");
+        sender.send(frozen).map_err(|_| {
+            io::Error::new(io::ErrorKind::BrokenPipe, "the flusher thread has stopped")
+        })
+    }
+}
+
+impl<M: Memtable + 'static> Drop for WritePath<M> {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn error_of(p: &Progress) -> io::Result<()> {
+    match &p.error {
+        None => Ok(()),
+        Some((kind, msg)) => Err(io::Error::new(*kind, format!("flush failed: {msg}"))),
+    }
+}
+
+/// The flusher thread: writes each memtable it receives as a run, then
+/// swaps the run in for the memtable.
+fn flush_loop<M: Memtable>(shared: &Shared<M>, receiver: &Receiver<Arc<M::Frozen>>, dir: &Path) {
+    for (n, frozen) in receiver.iter().enumerate() {
+        let path = dir.join(format!("run-{n:06}.sst"));
+        let result = Run::write(&path, &*frozen);
+        let mut p = shared.progress();
+        match result {
+            Ok(run) => {
+                let bytes = run.size;
+                {
+                    let mut state = shared.state.write().unwrap_or_else(PoisonError::into_inner);
+                    state.runs.push(Arc::new(run));
+                    state.immutables.retain(|m| !Arc::ptr_eq(m, &frozen));
+                }
+                p.stats.flushes += 1;
+                p.stats.flushed_bytes += bytes;
+            }
+            // The memtable stays readable; writes fail from now on.
+            Err(e) => {
+                if p.error.is_none() {
+                    p.error = Some((e.kind(), format!("{}: {e}", path.display())));
+                }
+            }
+        }
+        p.immutables -= 1;
+        drop(p);
+        shared.flushed.notify_all();
+    }
+}
+
+/// A sorted run file and its sparse index.
+#[derive(Debug)]
+struct Run {
+    path: PathBuf,
+    file: File,
+    /// Every `INDEX_EVERY`th key and the offset of its entry.
+    index: Vec<(Vec<u8>, u64)>,
+    size: u64,
+}
+
+impl Run {
+    /// Writes the newest version of each key of `mem`.
+    fn write(path: &Path, mem: &impl MemtableRead) -> io::Result<Run> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let (mut index, mut offset, mut count) = (Vec::new(), 0u64, 0usize);
+        let mut last: Option<Vec<u8>> = None;
+        let mut cursor = mem.iter(MAX_SEQNO);
+        while let Some(e) = cursor.next_entry() {
+            if last.as_deref() == Some(e.user_key) {
+                continue; // an older version
+            }
+            match &mut last {
+                Some(l) => {
+                    l.clear();
+                    l.extend_from_slice(e.user_key);
+                }
+                None => last = Some(e.user_key.to_vec()),
+            }
+            if count % INDEX_EVERY == 0 {
+                index.push((e.user_key.to_vec(), offset));
+            }
+            count += 1;
+            let key_len = u32::try_from(e.user_key.len()).map_err(|_| too_long())?;
+            out.write_all(&key_len.to_le_bytes())?;
+            out.write_all(e.user_key)?;
+            offset += 4 + u64::from(key_len);
+            match e.kind {
+                ValueKind::Value => {
+                    let len = u32::try_from(e.value.len())
+                        .ok()
+                        .filter(|&l| l != TOMBSTONE_LEN)
+                        .ok_or_else(too_long)?;
+                    out.write_all(&len.to_le_bytes())?;
+                    out.write_all(e.value)?;
+                    offset += 4 + u64::from(len);
+                }
+                ValueKind::Tombstone => {
+                    out.write_all(&TOMBSTONE_LEN.to_le_bytes())?;
+                    offset += 4;
+                }
+            }
+        }
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        Ok(Run {
+            path: path.to_path_buf(),
+            file,
+            index,
+            size: offset,
+        })
+    }
+
+    /// The entry for `key` in this run.
+    fn get(&self, key: &[u8]) -> io::Result<Lookup<Vec<u8>>> {
+        let i = self.index.partition_point(|(k, _)| k.as_slice() <= key);
+        if i == 0 {
+            return Ok(Lookup::Absent);
+        }
+        let start = self.index[i - 1].1;
+        let end = self.index.get(i).map_or(self.size, |e| e.1);
+        let mut block = vec![0u8; (end - start) as usize];
+        self.file.read_exact_at(&mut block, start)?;
+        let mut rest = &block[..];
+        let corrupt = || io::Error::new(io::ErrorKind::InvalidData, "corrupt run file");
+        while !rest.is_empty() {
+            let key_len = read_u32(&mut rest).ok_or_else(corrupt)? as usize;
+            let k = rest.get(..key_len).ok_or_else(corrupt)?;
+            rest = &rest[key_len..];
+            let value_len = read_u32(&mut rest).ok_or_else(corrupt)?;
+            let (found, len) = match value_len {
+                TOMBSTONE_LEN => (Lookup::Deleted, 0),
+                n => (Lookup::Found(()), n as usize),
+            };
+            let v = rest.get(..len).ok_or_else(corrupt)?;
+            rest = &rest[len..];
+            match k.cmp(key) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => return Ok(found.map(|()| v.to_vec())),
+                std::cmp::Ordering::Greater => break,
+            }
+        }
+        Ok(Lookup::Absent)
+    }
+}
+
+fn read_u32(rest: &mut &[u8]) -> Option<u32> {
+    let (head, tail) = rest.split_first_chunk::<4>()?;
+    *rest = tail;
+    Some(u32::from_le_bytes(*head))
+}
+
+fn too_long() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a key or value of 4 GiB or more does not fit a run file",
+    )
+}
