@@ -30,11 +30,21 @@ fn drop_during_a_merge_joins_the_thread() {
         map.insert(format!("usr/share/doc/pkg{i:06}/copyright"), i);
     }
     assert_eq!(merge_threads(), 0, "no thread before the first merge");
+    // A merge that completes: its thread exits when no other is waiting.
     map.merge_in_background();
     let deadline = Instant::now() + Duration::from_secs(20);
+    while map.stats().merges == 0 || merge_threads() > 0 {
+        assert!(Instant::now() < deadline, "the merge thread did not exit");
+        thread::sleep(Duration::from_millis(1));
+    }
+    for i in 0..50_000u64 {
+        map.insert(format!("usr/share/man/man1/cmd{i:06}.1.gz"), i);
+    }
+    // A merge that is running when the map is dropped.
+    map.merge_in_background();
     while !map.stats().merging {
         assert!(
-            map.stats().merges == 0,
+            map.stats().merges == 1,
             "the merge ended before it was seen running"
         );
         assert!(Instant::now() < deadline);
@@ -44,7 +54,7 @@ fn drop_during_a_merge_joins_the_thread() {
     let started = Instant::now();
     drop(map);
     println!(
-        "drop during a merge of 50,000 keys took {:?}",
+        "drop during a merge of 100,000 keys took {:?}",
         started.elapsed()
     );
     assert_eq!(merge_threads(), 0, "the merge thread outlived the map");

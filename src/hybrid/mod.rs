@@ -109,7 +109,7 @@ use std::panic;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -150,8 +150,6 @@ use crate::{FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
 /// ```
 pub struct HybridMap<V: FrozenValue> {
     inner: Arc<Inner<V>>,
-    /// The background merge thread, spawned at the first background merge.
-    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// What the map and its merge thread share.
@@ -370,7 +368,6 @@ where
                 record: Mutex::new(MergeRecord::default()),
                 mailbox: Mailbox::default(),
             }),
-            thread: Mutex::new(None),
         }
     }
 
@@ -695,14 +692,24 @@ where
         }
     }
 
-    /// Asks the background thread to merge now (spawning it if needed, even
-    /// when the policy merges inline) and returns at once. Failures show in
-    /// [`stats`](Self::stats).
+    /// Asks for a merge on a background thread (started if none is running,
+    /// even when the policy merges inline) and returns at once. Failures
+    /// show in [`stats`](Self::stats).
     pub fn merge_in_background(&self) {
-        if self.spawn_worker() {
-            self.inner.mailbox.request();
-        } else {
-            self.inner.automatic_merge();
+        let inner = &self.inner;
+        let started = inner.mailbox.request(|| {
+            let inner = Arc::clone(inner);
+            thread::Builder::new()
+                .name("memkv-hybrid-merge".into())
+                .spawn(move || {
+                    while inner.mailbox.next() {
+                        inner.automatic_merge();
+                    }
+                })
+        });
+        if !started {
+            inner.record().last_error = Some("could not start a merge thread".into());
+            inner.automatic_merge();
         }
     }
 
@@ -723,34 +730,6 @@ where
             self.merge_in_background();
         } else {
             self.inner.automatic_merge();
-        }
-    }
-
-    /// Starts the merge thread if it is not running; false if it cannot be
-    /// started.
-    fn spawn_worker(&self) -> bool {
-        let mut thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner);
-        if thread.is_some() {
-            return true;
-        }
-        let inner = Arc::clone(&self.inner);
-        let spawned = thread::Builder::new()
-            .name("memkv-hybrid-merge".into())
-            .spawn(move || {
-                while inner.mailbox.wait() {
-                    inner.automatic_merge();
-                }
-            });
-        match spawned {
-            Ok(handle) => {
-                *thread = Some(handle);
-                true
-            }
-            Err(err) => {
-                self.inner.record().last_error =
-                    Some(format!("could not start the merge thread: {err}"));
-                false
-            }
         }
     }
 
@@ -868,13 +847,7 @@ impl<V: FrozenValue> Drop for HybridMap<V> {
     /// (every few thousand keys, well under a millisecond), and the thread
     /// is joined.
     fn drop(&mut self) {
-        self.inner.mailbox.shutdown();
-        let thread = self
-            .thread
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(thread) = thread {
+        if let Some(thread) = self.inner.mailbox.shutdown() {
             // A panic on the merge thread was already reported by the
             // panic hook; dropping must not panic again.
             let _ = thread.join();
