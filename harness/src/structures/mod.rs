@@ -128,10 +128,10 @@ pub(crate) const REGISTRY: &[Entry] = &[
     },
     Entry {
         name: "hybrid",
-        about: "memkv::HybridMap (not yet written; measured once it lands)",
-        default: false,
+        about: "memkv::HybridMap<u64>, FastArt deltas over a FrozenLayer base",
+        default: true,
         hidden: false,
-        run: hybrid::run,
+        run: measure::run::<hybrid::Hybrid>,
     },
     Entry {
         name: "btreemap",

@@ -1,0 +1,374 @@
+//! The steady mixed workload of issue 5, for `memkv::HybridMap` against
+//! `memkv::FastArt` (and, for scale, `BTreeMap`):
+//!
+//! ```sh
+//! cargo run --release -p memkv-bench --example hybrid_mixed                  # the embedded 100k sample
+//! cargo run --release -p memkv-bench --example hybrid_mixed -- --dataset data/debian-paths.txt --ops 5000000
+//! cargo run --release -p memkv-bench --example hybrid_mixed -- --key-ratio 0.05 --structures hybrid
+//! ```
+//!
+//! 1. **Load**: the first 90% of the keys (dataset order) are inserted one by
+//!    one; the hybrid map then freezes (merges everything), so the run starts
+//!    from its steady state. The last 10% are keys the workload will add.
+//! 2. **Run** `--ops` operations on keys drawn uniformly from the whole
+//!    dataset (fixed seed): `--write-share` of them writes (9 in 10 an insert
+//!    or update, 1 in 10 a remove, so that about 90% of the keys stay
+//!    present), the rest lookups. The hybrid map merges in the background by
+//!    its policy meanwhile (flags below).
+//!
+//! Reported per structure: keys at the end; memory (jemalloc
+//! `stats.allocated` minus the same before the load, so the dataset itself is
+//! not counted) as bytes per present key, averaged over samples taken every
+//! 10,000 operations, at its peak, and at the end; lookup and write
+//! throughput (operations over the time spent in them by the workload
+//! thread); for the hybrid map also writes per second **charging the merge
+//! thread's CPU time to the writes** (the honest "merges included" figure
+//! on a machine whose cores are all busy), the merges run, their duration,
+//! and lookup latency percentiles split by whether a merge was running
+//! (polled every 256 operations).
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use memkv::{FastArt, HybridConfig, HybridMap};
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+const SAMPLE: &[u8] = include_bytes!("../../data/debian-paths-100k.txt");
+
+/// The steady mixed workload of issue 5 (see the source's header).
+#[derive(Debug, Parser)]
+struct Args {
+    /// One key per line (default: the embedded 100k Debian sample).
+    #[arg(long)]
+    dataset: Option<PathBuf>,
+    /// Only the first N keys.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Operations in the run.
+    #[arg(long, default_value_t = 2_000_000)]
+    ops: u64,
+    /// Share of the operations that write.
+    #[arg(long, default_value_t = 0.1)]
+    write_share: f64,
+    /// Structures: hybrid, fastart, btreemap.
+    #[arg(long, value_delimiter = ',', default_value = "hybrid,fastart")]
+    structures: Vec<String>,
+    /// HybridConfig::key_ratio (default: the library's).
+    #[arg(long)]
+    key_ratio: Option<f64>,
+    /// HybridConfig::min_delta_keys.
+    #[arg(long)]
+    min_delta_keys: Option<usize>,
+    /// HybridConfig::byte_budget, in bytes.
+    #[arg(long)]
+    byte_budget: Option<usize>,
+}
+
+/// What the workload needs of a map.
+trait Map {
+    fn insert(&mut self, key: &[u8], value: u64);
+    fn remove(&mut self, key: &[u8]);
+    fn get(&self, key: &[u8]) -> Option<u64>;
+    fn len(&self) -> usize;
+    /// Whether a merge is running (hybrid only).
+    fn merging(&self) -> bool {
+        false
+    }
+    fn settle(&mut self) {}
+}
+
+impl Map for HybridMap<u64> {
+    fn insert(&mut self, key: &[u8], value: u64) {
+        HybridMap::insert(self, key, value);
+    }
+    fn remove(&mut self, key: &[u8]) {
+        HybridMap::remove(self, key);
+    }
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        HybridMap::get(self, key)
+    }
+    fn len(&self) -> usize {
+        HybridMap::len(self)
+    }
+    fn merging(&self) -> bool {
+        self.stats().merging
+    }
+    fn settle(&mut self) {
+        self.freeze().expect("freeze");
+    }
+}
+
+impl Map for FastArt<u64> {
+    fn insert(&mut self, key: &[u8], value: u64) {
+        FastArt::insert(self, key, value);
+    }
+    fn remove(&mut self, key: &[u8]) {
+        FastArt::remove(self, key);
+    }
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        FastArt::get(self, key).copied()
+    }
+    fn len(&self) -> usize {
+        FastArt::len(self)
+    }
+}
+
+impl Map for BTreeMap<Box<[u8]>, u64> {
+    fn insert(&mut self, key: &[u8], value: u64) {
+        BTreeMap::insert(self, key.into(), value);
+    }
+    fn remove(&mut self, key: &[u8]) {
+        BTreeMap::remove(self, key);
+    }
+    fn get(&self, key: &[u8]) -> Option<u64> {
+        BTreeMap::get(self, key).copied()
+    }
+    fn len(&self) -> usize {
+        BTreeMap::len(self)
+    }
+}
+
+fn allocated() -> u64 {
+    use tikv_jemalloc_ctl::{Access, AsName, epoch, stats};
+    // Flush this thread's cache so that freed blocks do not count (the
+    // merge threads' caches go when they exit).
+    let tcache = b"thread.tcache.enabled\0".name();
+    if tcache.write(false).is_ok() {
+        let _ = tcache.write(true);
+    }
+    let _ = epoch::advance();
+    stats::allocated::read().map_or(0, |x| x as u64)
+}
+
+/// CPU seconds of this process and of the calling thread, from /proc
+/// (utime + stime, in clock ticks of 1/100 s).
+fn cpu_seconds() -> (f64, f64) {
+    let read = |path: &str| -> f64 {
+        let Ok(stat) = std::fs::read_to_string(path) else {
+            return 0.0;
+        };
+        // Fields after the parenthesised command name; utime and stime are
+        // the 14th and 15th fields of the whole line.
+        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = fields.get(11).and_then(|s| s.parse().ok()).unwrap_or(0)
+            + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        ticks as f64 / 100.0
+    };
+    (read("/proc/self/stat"), read("/proc/thread-self/stat"))
+}
+
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+}
+
+/// Lookup latencies in log2 buckets of nanoseconds.
+#[derive(Default)]
+struct Latency {
+    buckets: [u64; 32],
+    count: u64,
+    max: Duration,
+}
+
+impl Latency {
+    fn record(&mut self, d: Duration) {
+        let ns = d.as_nanos().max(1) as u64;
+        self.buckets[(63 - ns.leading_zeros()) as usize] += 1;
+        self.count += 1;
+        self.max = self.max.max(d);
+    }
+    /// The upper edge of the bucket holding quantile `q`.
+    fn quantile(&self, q: f64) -> String {
+        let target = (q * self.count as f64).ceil() as u64;
+        let mut seen = 0;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= target && n > 0 {
+                return format!("<{:?}", Duration::from_nanos(1 << (i + 1)));
+            }
+        }
+        "-".into()
+    }
+    fn line(&self) -> String {
+        if self.count == 0 {
+            return "no lookups".into();
+        }
+        format!(
+            "{} lookups: p50 {} p99 {} p99.9 {} max {:?}",
+            self.count,
+            self.quantile(0.5),
+            self.quantile(0.99),
+            self.quantile(0.999),
+            self.max
+        )
+    }
+}
+
+fn run<M: Map>(
+    name: &str,
+    mut map: M,
+    keys: &[&[u8]],
+    args: &Args,
+    describe: impl Fn(&M) -> String,
+) {
+    let before = allocated();
+    let loaded = keys.len() * 9 / 10;
+    let started = Instant::now();
+    for (i, key) in keys[..loaded].iter().enumerate() {
+        map.insert(key, i as u64);
+    }
+    map.settle();
+    let load_time = started.elapsed();
+    let load_bytes = allocated().saturating_sub(before);
+    println!(
+        "{name}: loaded {loaded} keys in {load_time:.2?} ({:.0} keys/s); {:.1} B/key after the load",
+        loaded as f64 / load_time.as_secs_f64(),
+        load_bytes as f64 / map.len() as f64
+    );
+
+    let mut rng = SplitMix(0x6d656d6b76000005);
+    let (mut gets, mut writes) = (0u64, 0u64);
+    let (mut get_time, mut write_time) = (Duration::ZERO, Duration::ZERO);
+    let (mut idle, mut merging) = (Latency::default(), Latency::default());
+    let (mut samples, mut sum_per_key, mut peak_per_key) = (0u64, 0f64, 0f64);
+    let mut in_merge = false;
+    let cpu_before = cpu_seconds();
+    let wall = Instant::now();
+    let mut found = 0u64;
+    for op in 0..args.ops {
+        if op % 256 == 0 {
+            in_merge = map.merging();
+        }
+        if op % 10_000 == 0 {
+            let per_key = allocated().saturating_sub(before) as f64 / map.len().max(1) as f64;
+            samples += 1;
+            sum_per_key += per_key;
+            peak_per_key = peak_per_key.max(per_key);
+        }
+        let key = keys[rng.below(keys.len())];
+        if rng.chance(args.write_share) {
+            let remove = rng.chance(0.1);
+            let t = Instant::now();
+            if remove {
+                map.remove(key);
+            } else {
+                map.insert(key, op);
+            }
+            write_time += t.elapsed();
+            writes += 1;
+        } else {
+            let t = Instant::now();
+            let value = black_box(map.get(black_box(key)));
+            let d = t.elapsed();
+            get_time += d;
+            gets += 1;
+            found += u64::from(value.is_some());
+            if in_merge { &mut merging } else { &mut idle }.record(d);
+        }
+    }
+    let wall = wall.elapsed();
+    let cpu_after = cpu_seconds();
+    let end_per_key = allocated().saturating_sub(before) as f64 / map.len().max(1) as f64;
+    // CPU of every other thread (the merge thread) during the run.
+    let other_cpu = ((cpu_after.0 - cpu_before.0) - (cpu_after.1 - cpu_before.1)).max(0.0);
+    println!(
+        "{name}: {} ops in {wall:.2?}; {} keys at the end ({found} of {gets} lookups found)",
+        args.ops,
+        map.len()
+    );
+    println!(
+        "{name}: memory per key: mean {:.1} B, peak {:.1} B, end {:.1} B",
+        sum_per_key / samples.max(1) as f64,
+        peak_per_key,
+        end_per_key
+    );
+    println!(
+        "{name}: lookups {:.0}/s, writes {:.0}/s (workload thread's time); \
+         other threads' CPU {other_cpu:.2} s → writes {:.0}/s with it charged to them",
+        gets as f64 / get_time.as_secs_f64(),
+        writes as f64 / write_time.as_secs_f64(),
+        writes as f64 / (write_time.as_secs_f64() + other_cpu)
+    );
+    println!("{name}: latency with no merge running: {}", idle.line());
+    println!("{name}: latency while a merge ran:    {}", merging.line());
+    println!("{name}: {}", describe(&map));
+    println!();
+}
+
+fn main() {
+    let args = Args::parse();
+    let data = match &args.dataset {
+        Some(path) => std::fs::read(path).expect("reading the dataset"),
+        None => SAMPLE.to_vec(),
+    };
+    let mut seen = std::collections::HashSet::new();
+    let keys: Vec<&[u8]> = data
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.is_empty() && seen.insert(*l))
+        .take(args.limit.unwrap_or(usize::MAX))
+        .collect();
+    drop(seen);
+    println!(
+        "{} keys, {} ops, {:.0}% writes",
+        keys.len(),
+        args.ops,
+        args.write_share * 100.0
+    );
+    for name in &args.structures {
+        match name.as_str() {
+            "hybrid" => {
+                let mut config = HybridConfig::new();
+                if let Some(r) = args.key_ratio {
+                    config = config.key_ratio(r);
+                }
+                if let Some(n) = args.min_delta_keys {
+                    config = config.min_delta_keys(n);
+                }
+                if let Some(b) = args.byte_budget {
+                    config = config.byte_budget(b);
+                }
+                println!("hybrid: {config:?}");
+                run("hybrid", config.build::<u64>(), &keys, &args, |map| {
+                    let s = map.stats();
+                    format!(
+                        "{} merges (last {:?} for {} keys), {} failed; base {} keys / {} B, \
+                         delta {} entries / {} B",
+                        s.merges,
+                        s.last_merge_duration,
+                        s.last_merge_keys,
+                        s.failed_merges,
+                        s.base_keys,
+                        s.base_bytes,
+                        s.delta_entries,
+                        s.delta_bytes
+                    )
+                })
+            }
+            "fastart" => run("fastart", FastArt::<u64>::new(), &keys, &args, |map| {
+                format!("memory_usage {} B", map.memory_usage())
+            }),
+            "btreemap" => run("btreemap", BTreeMap::new(), &keys, &args, |_| String::new()),
+            other => eprintln!("unknown structure {other:?}"),
+        }
+    }
+}
