@@ -52,6 +52,7 @@ enum Op {
     PopFirst,
     PopLast,
     Clear,
+    Compact,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -68,6 +69,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::PopFirst),
         1 => Just(Op::PopLast),
         1 => Just(Op::Clear),
+        1 => Just(Op::Compact),
     ]
 }
 
@@ -177,6 +179,18 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
         Op::Clear => {
             map.clear();
             model.clear();
+        }
+        Op::Compact => {
+            let before = map.memory_usage();
+            map.compact();
+            // Compaction only ever gives memory back (up to the chunk-size
+            // rounding of the fresh arenas).
+            assert!(
+                map.memory_usage() <= before + 4096,
+                "{} -> {}",
+                before,
+                map.memory_usage()
+            );
         }
     }
     assert_eq!(map.len(), model.len());

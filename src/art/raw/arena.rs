@@ -105,6 +105,12 @@ pub(crate) struct Arena {
     chunk_bytes: usize,
     /// Whether blocks avoid crossing cache lines (see [`Arena::line_aware`]).
     line_aware: bool,
+    /// Units still expected (see [`Arena::plan`]); 0 when growing freely.
+    planned: usize,
+    /// Divides the arena's size to give the next chunk's when growing freely:
+    /// 8 normally, 64 after a plan ran out (the plan was a close fit, so what
+    /// follows is likely small).
+    growth_divisor: usize,
 }
 
 // SAFETY: the arena exclusively owns its chunks; it is plain memory with no
@@ -124,7 +130,24 @@ impl Arena {
             free: Box::new([0; MAX_BLOCK_UNITS + 1]),
             chunk_bytes: 0,
             line_aware: false,
+            planned: 0,
+            growth_divisor: 8,
         }
+    }
+
+    /// Says that about `units` units will be allocated next, so that chunks
+    /// are sized to hold them (full chunks, then the rest) instead of growing
+    /// by eighths and leaving a tail unused.
+    pub(crate) fn plan(&mut self, units: usize) {
+        // Each chunk may end in a tail too short for the block that follows.
+        let chunks = units / CHUNK_UNITS + 8;
+        self.planned = units + chunks * LINE_UNITS * 4;
+        self.growth_divisor = 64;
+    }
+
+    /// Units in blocks that are handed out (neither free nor untouched).
+    pub(crate) fn live_units(&self) -> usize {
+        self.total_units() - self.free_units() - self.untouched_units()
     }
 
     /// An arena whose blocks never cross a 64-byte cache line needlessly: a
@@ -138,19 +161,39 @@ impl Arena {
         arena
     }
 
-    /// Units for the next chunk, which must hold a block of `need` units: an
-    /// eighth of what the arena holds, so that at most about an eighth lies
-    /// unused at the end of a small arena, up to a full 2 MiB chunk.
+    /// Units for the next chunk, which must hold a block of `need` units.
+    ///
+    /// Growing freely: an eighth of what the arena holds, so that at most
+    /// about an eighth lies unused at the end of a small arena, up to a full
+    /// 2 MiB chunk. Following a [`Arena::plan`]: chunks that cover the plan
+    /// closely, then slow growth.
     ///
     /// Sizes are rounded to a quarter of their power of two (as 48, 56, 64,
     /// 80 KiB): allocators serve such sizes exactly (jemalloc's large size
     /// classes are these), so what `heap_bytes` reports is what is held.
-    fn next_chunk_units(&self, need: usize) -> usize {
-        let grow = self.chunk_bytes / UNIT / 8;
+    fn next_chunk_units(&mut self, need: usize) -> usize {
+        let class_step = |units: usize| (units.next_power_of_two() / 4).max(LINE_UNITS);
         // + 1: chunk 0 reserves its first unit.
-        let units = grow.max(need + 1).max(FIRST_CHUNK_UNITS);
-        let step = (units.next_power_of_two() / 4).max(LINE_UNITS);
-        units.next_multiple_of(step).min(CHUNK_UNITS)
+        let need = need + 1;
+        if self.planned >= need.max(FIRST_CHUNK_UNITS) {
+            // The largest size class within the plan: each step leaves at
+            // most a fifth of it, so a few chunks cover it closely.
+            let want = self.planned.min(CHUNK_UNITS);
+            let step = class_step(want + 1) / 2;
+            let units = (want / step * step).max(need.next_multiple_of(LINE_UNITS));
+            self.planned = self.planned.saturating_sub(units);
+            return units;
+        }
+        // The plan's small rest, or free growth.
+        let units = if self.planned > 0 {
+            self.planned.max(need)
+        } else {
+            (self.chunk_bytes / UNIT / self.growth_divisor)
+                .max(need)
+                .max(FIRST_CHUNK_UNITS)
+        };
+        self.planned = 0;
+        units.next_multiple_of(class_step(units)).min(CHUNK_UNITS)
     }
 
     fn chunk_layout(units: usize) -> Layout {

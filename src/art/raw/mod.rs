@@ -38,6 +38,7 @@
 
 mod arena;
 mod bytes;
+mod compact;
 mod cursor;
 mod leaf;
 mod node;
@@ -49,6 +50,7 @@ use std::mem;
 use self::arena::{Arena, BlockIdx, UNIT};
 use self::leaf::Leaf;
 use self::node::{Kind, Node, PrefixSource, Spec, read_ref, write_ref};
+use self::search::{bytes_eq, starts_with};
 
 pub(crate) use self::cursor::RawIter;
 
@@ -105,32 +107,6 @@ fn prefetch(p: *const u8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
-}
-
-/// Whether two equally long byte strings are equal.
-///
-/// Prefixes and suffixes are mostly a few bytes long, where a call to
-/// `memcmp` costs more than the comparison: up to 16 bytes are compared with
-/// two overlapping loads.
-#[inline(always)]
-fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
-    debug_assert_eq!(a.len(), b.len());
-    let n = a.len();
-    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
-    let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
-    match n {
-        0 => true,
-        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
-        4..=7 => (half(a, 0) ^ half(b, 0)) | (half(a, n - 4) ^ half(b, n - 4)) == 0,
-        8..=16 => (word(a, 0) ^ word(b, 0)) | (word(a, n - 8) ^ word(b, n - 8)) == 0,
-        _ => a == b,
-    }
-}
-
-/// Whether `key` starts with `prefix`.
-#[inline(always)]
-fn starts_with(key: &[u8], prefix: &[u8]) -> bool {
-    key.len() >= prefix.len() && bytes_eq(&key[..prefix.len()], prefix)
 }
 
 /// What to do to a node's children when rebuilding it.
@@ -320,11 +296,7 @@ impl<V> RawArt<V> {
                     .then(|| self.leaf_value(r));
             }
             let node = self.node(r);
-            let prefix = node.prefix();
-            if !starts_with(rest, prefix) {
-                return None;
-            }
-            depth += prefix.len();
+            depth += node.match_prefix(rest)?;
             if depth == key.len() {
                 // Invariant 5: the terminal's suffix is empty, so it matches.
                 let t = node.terminal();
@@ -603,7 +575,7 @@ impl<V> RawArt<V> {
             let node = self.node(r);
             let prefix = node.prefix();
             let rest = &key[depth..];
-            if !rest.starts_with(prefix) {
+            if !starts_with(rest, prefix) {
                 return None;
             }
             depth += prefix.len();

@@ -267,6 +267,32 @@ impl Node {
         unsafe { self.body().add(self.count()) }
     }
 
+    /// The length of the node's prefix if `rest` starts with it.
+    ///
+    /// Prefixes of up to 8 bytes (nearly all) are compared with one masked
+    /// 8-byte load, without branching on their length.
+    #[inline(always)]
+    pub(crate) fn match_prefix(self, rest: &[u8]) -> Option<usize> {
+        // SAFETY: type invariant: a valid prefix field at PREFIX_AT.
+        let len = unsafe { *self.prefix_field() } as usize;
+        if len <= 8 && rest.len() >= 8 {
+            // SAFETY: a node holds at least two entries (a terminal costs 4
+            // bytes, a child 5), so at least 8 bytes follow the length byte.
+            let stored = unsafe {
+                self.prefix_field()
+                    .add(1)
+                    .cast::<[u8; 8]>()
+                    .read_unaligned()
+            };
+            let wanted: [u8; 8] = rest[..8].try_into().expect("8 bytes");
+            let diff = u64::from_le_bytes(stored) ^ u64::from_le_bytes(wanted);
+            let mask = ((1u128 << (8 * len)) - 1) as u64;
+            return (diff & mask == 0).then_some(len);
+        }
+        let prefix = self.prefix();
+        search::starts_with(rest, prefix).then_some(prefix.len())
+    }
+
     /// The slot of the child on edge `byte`, or null.
     #[inline(always)]
     pub(crate) fn find(self, byte: u8) -> *mut u8 {
@@ -275,7 +301,7 @@ impl Node {
         // with `count` children; indices read are below the array sizes.
         unsafe {
             match self.kind() {
-                Kind::Node4 => match search::find_scalar(self.sparse_keys(), count, byte) {
+                Kind::Node4 => match search::find4(self.sparse_keys(), count, byte) {
                     Some(i) => self.sparse_refs().add(4 * i),
                     None => ptr::null_mut(),
                 },
@@ -415,6 +441,22 @@ impl Node {
             keys.partition_point(|&k| k < byte) as u16 + 1
         } else {
             byte as u16 + 1
+        }
+    }
+
+    /// Appends the references and slots of the terminal (first) and the
+    /// children (ascending by edge byte) to `out`.
+    pub(crate) fn child_slots(self, out: &mut Vec<(u32, *mut u8)>) {
+        if self.has_terminal() {
+            out.push((self.terminal(), self.terminal_slot()));
+        }
+        let mut pos = 1;
+        while let Some(slot) = self.next_at(pos) {
+            out.push((
+                slot.child,
+                self.find(slot.edge.expect("positions >= 1 are edges")),
+            ));
+            pos = slot.pos + 1;
         }
     }
 

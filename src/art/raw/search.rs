@@ -1,6 +1,9 @@
 //! Finding a key byte among a Node4's or Node16's sorted keys.
 
-/// Index of `byte` among `keys[..count]` (ascending), scanning.
+/// Index of `byte` among `keys[..count]` (ascending), scanning: the portable
+/// fallback of [`find16`], and the reference the faster searches are tested
+/// against.
+#[cfg(any(test, not(target_arch = "x86_64")))]
 ///
 /// # Safety
 /// `keys` must be valid for reads of `count` bytes.
@@ -14,6 +17,51 @@ pub(crate) unsafe fn find_scalar(keys: *const u8, count: usize, byte: u8) -> Opt
         }
     }
     None
+}
+
+/// Index of `byte` among `keys[..count]` (`count <= 4`), without branches:
+/// the four key bytes are compared at once in a 32-bit word.
+///
+/// # Safety
+/// `keys` must be valid for reads of 4 bytes (a Node4's keys are followed by
+/// its child references, so this holds for every Node4).
+#[inline(always)]
+pub(crate) unsafe fn find4(keys: *const u8, count: usize, byte: u8) -> Option<usize> {
+    debug_assert!(count <= 4);
+    // SAFETY: 4 readable bytes per the contract.
+    let word = u32::from_le_bytes(unsafe { keys.cast::<[u8; 4]>().read_unaligned() });
+    let diff = word ^ (u32::from(byte) * 0x0101_0101);
+    // The lowest byte of `diff` that is zero sets the lowest flag exactly
+    // (the borrow can only raise false flags above a true one).
+    let zero = diff.wrapping_sub(0x0101_0101) & !diff & 0x8080_8080;
+    let i = (zero.trailing_zeros() / 8) as usize;
+    (i < count).then_some(i)
+}
+
+/// Whether two equally long byte strings are equal.
+///
+/// Prefixes and suffixes are mostly a few bytes long, where a call to
+/// `memcmp` costs more than the comparison: up to 16 bytes are compared with
+/// two overlapping loads.
+#[inline(always)]
+pub(crate) fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+    let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => (half(a, 0) ^ half(b, 0)) | (half(a, n - 4) ^ half(b, n - 4)) == 0,
+        8..=16 => (word(a, 0) ^ word(b, 0)) | (word(a, n - 8) ^ word(b, n - 8)) == 0,
+        _ => a == b,
+    }
+}
+
+/// Whether `key` starts with `prefix`.
+#[inline(always)]
+pub(crate) fn starts_with(key: &[u8], prefix: &[u8]) -> bool {
+    key.len() >= prefix.len() && bytes_eq(&key[..prefix.len()], prefix)
 }
 
 /// Index of `byte` among `keys[..count]` with one 16-byte SSE2 compare.
@@ -55,7 +103,20 @@ pub(crate) unsafe fn find16(keys: *const u8, count: usize, byte: u8) -> Option<u
 mod tests {
     use super::*;
 
-    /// Both searches agree with a plain `position` for every count, key set
+    #[test]
+    fn bytes_eq_agrees_with_slice_equality() {
+        let a: Vec<u8> = (0..40).collect();
+        for n in 0..40 {
+            for flip in 0..n {
+                let mut b = a[..n].to_vec();
+                assert!(bytes_eq(&a[..n], &b));
+                b[flip] ^= 1;
+                assert!(!bytes_eq(&a[..n], &b), "n {n} flip {flip}");
+            }
+        }
+    }
+
+    /// All searches agree with a plain `position` for every count, key set
     /// and probe, including bytes 0x00 and 0xFF and garbage after the keys.
     #[test]
     fn simd_and_scalar_agree_with_the_model() {
@@ -85,6 +146,13 @@ mod tests {
                     let want = keys.iter().position(|&k| k == probe);
                     // SAFETY: `buf` holds 16 bytes, `count` of them keys.
                     unsafe {
+                        if count <= 4 {
+                            assert_eq!(
+                                find4(buf.as_ptr(), count, probe),
+                                want,
+                                "keys {keys:?} probe {probe}"
+                            );
+                        }
                         assert_eq!(find_scalar(buf.as_ptr(), count, probe), want);
                         assert_eq!(
                             find16(buf.as_ptr(), count, probe),
