@@ -1,0 +1,211 @@
+//! Every value a FastArt holds is dropped exactly once: on overwrite, remove,
+//! clear, compaction, an early-dropped owned iterator, and when the map is
+//! dropped; a panicking `Drop` or `or_insert_with` leaks nothing (the CI runs
+//! these tests under valgrind, which reports any leak).
+
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::rc::Rc;
+
+use memkv::FastArt;
+
+/// Counts live values; a value whose `id` equals `panic_on` panics when
+/// dropped.
+#[derive(Default)]
+struct Ledger {
+    created: Cell<usize>,
+    dropped: Cell<usize>,
+    panic_on: Cell<Option<usize>>,
+}
+
+impl Ledger {
+    fn live(&self) -> usize {
+        self.created.get() - self.dropped.get()
+    }
+}
+
+/// A value that reports its drop to the ledger. Holds a heap allocation so
+/// that a leaked value is also a leaked block for valgrind.
+struct Tracked {
+    id: usize,
+    ledger: Rc<Ledger>,
+    _heap: Box<[u8]>,
+}
+
+fn tracked(ledger: &Rc<Ledger>, id: usize) -> Tracked {
+    ledger.created.set(ledger.created.get() + 1);
+    Tracked {
+        id,
+        ledger: ledger.clone(),
+        _heap: vec![id as u8; 24].into_boxed_slice(),
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.ledger.dropped.set(self.ledger.dropped.get() + 1);
+        if self.ledger.panic_on.get() == Some(self.id) {
+            panic!("value {} panics in drop", self.id);
+        }
+    }
+}
+
+impl Clone for Tracked {
+    fn clone(&self) -> Self {
+        tracked(&self.ledger, self.id)
+    }
+}
+
+fn key(i: usize) -> Vec<u8> {
+    // Shared prefixes, prefix relations and a 0x00 byte.
+    format!("k/{}/{}", i % 7, i)
+        .into_bytes()
+        .into_iter()
+        .chain((i % 3 == 0).then_some(0))
+        .collect()
+}
+
+#[test]
+fn each_value_is_dropped_once() {
+    let ledger = Rc::new(Ledger::default());
+    let mut map = FastArt::new();
+    for i in 0..2000 {
+        assert!(map.insert(key(i), tracked(&ledger, i)).is_none());
+    }
+    // Overwrites hand the old value back, to be dropped by the caller.
+    for i in (0..2000).step_by(3) {
+        let old = map.insert(key(i), tracked(&ledger, i)).expect("present");
+        assert_eq!(old.id, i);
+    }
+    assert_eq!(ledger.live(), 2000);
+    for i in (0..2000).step_by(5) {
+        assert_eq!(map.remove(key(i)).map(|v| v.id), Some(i));
+    }
+    assert_eq!(ledger.live(), map.len());
+    map.compact();
+    assert_eq!(
+        ledger.live(),
+        map.len(),
+        "compaction moves values without dropping or copying them"
+    );
+    let copy = map.clone();
+    assert_eq!(ledger.live(), 2 * map.len());
+    drop(copy);
+    map.clear();
+    assert_eq!(ledger.live(), 0);
+    for i in 0..100 {
+        map.insert(key(i), tracked(&ledger, i));
+    }
+    drop(map);
+    assert_eq!(ledger.live(), 0);
+}
+
+#[test]
+fn owned_iterator_dropped_early_drops_the_rest() {
+    let ledger = Rc::new(Ledger::default());
+    let map: FastArt<_> = (0..500).map(|i| (key(i), tracked(&ledger, i))).collect();
+    let mut it = map.into_iter();
+    let taken: Vec<_> = it.by_ref().take(100).collect();
+    let from_back = it.next_back().expect("entries left");
+    assert_eq!(ledger.live(), 500);
+    drop(it);
+    assert_eq!(ledger.live(), 101);
+    drop((taken, from_back));
+    assert_eq!(ledger.live(), 0);
+}
+
+#[test]
+fn panicking_drop_leaks_nothing_and_drops_the_others() {
+    for how in ["drop", "clear", "into_iter"] {
+        let ledger = Rc::new(Ledger::default());
+        let mut map: FastArt<_> = (0..300).map(|i| (key(i), tracked(&ledger, i))).collect();
+        ledger.panic_on.set(Some(123));
+        let result = catch_unwind(AssertUnwindSafe(|| match how {
+            "drop" => drop(map),
+            "clear" => {
+                map.clear();
+                // Still usable afterwards: the panic happened mid-clear.
+                unreachable!("clear must propagate the panic")
+            }
+            _ => drop(map.into_iter()),
+        }));
+        assert!(result.is_err(), "{how}: the panic propagates");
+        assert_eq!(
+            ledger.dropped.get(),
+            300,
+            "{how}: every value was dropped once despite the panic"
+        );
+    }
+}
+
+#[test]
+fn map_is_empty_and_usable_after_a_panicking_clear() {
+    let ledger = Rc::new(Ledger::default());
+    let mut map: FastArt<_> = (0..50).map(|i| (key(i), tracked(&ledger, i))).collect();
+    ledger.panic_on.set(Some(7));
+    assert!(catch_unwind(AssertUnwindSafe(|| map.clear())).is_err());
+    assert!(map.is_empty());
+    map.check_invariants().unwrap();
+    ledger.panic_on.set(None);
+    map.insert("again", tracked(&ledger, 1));
+    assert_eq!(map.len(), 1);
+    drop(map);
+    assert_eq!(ledger.live(), 0);
+}
+
+#[test]
+fn panicking_or_insert_with_leaves_the_map_unchanged() {
+    let ledger = Rc::new(Ledger::default());
+    let mut map: FastArt<_> = (0..50).map(|i| (key(i), tracked(&ledger, i))).collect();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        map.entry(b"new".to_vec())
+            .or_insert_with(|| panic!("no value today"));
+    }));
+    assert!(result.is_err());
+    assert_eq!(map.len(), 50);
+    assert!(!map.contains_key("new"));
+    map.check_invariants().unwrap();
+    map.entry(b"new".to_vec())
+        .or_insert_with(|| tracked(&ledger, 99));
+    assert_eq!(map.get("new").map(|v| v.id), Some(99));
+    drop(map);
+    assert_eq!(ledger.live(), 0);
+}
+
+/// Values the leaves cannot hold inline (over-aligned, or large) are boxed;
+/// zero-sized values take no space. All are dropped once.
+#[test]
+fn boxed_and_zero_sized_values() {
+    #[repr(align(16))]
+    struct Aligned(Tracked);
+    struct Large(Tracked, [u64; 100]);
+
+    let ledger = Rc::new(Ledger::default());
+    let mut aligned = FastArt::new();
+    let mut large = FastArt::new();
+    for i in 0..300 {
+        aligned.insert(key(i), Aligned(tracked(&ledger, i)));
+        large.insert(key(i), Large(tracked(&ledger, i), [i as u64; 100]));
+    }
+    for i in (0..300).step_by(2) {
+        let a = aligned.get(key(i)).expect("present");
+        assert_eq!((a as *const Aligned as usize) % 16, 0, "alignment is kept");
+        assert_eq!(a.0.id, i);
+        assert_eq!(
+            large.get(key(i)).map(|l| (l.0.id, l.1[99])),
+            Some((i, i as u64))
+        );
+        assert!(aligned.remove(key(i)).is_some());
+    }
+    aligned.compact();
+    large.compact();
+    assert_eq!(ledger.live(), 150 + 300);
+    drop(aligned.into_iter().take(10).collect::<Vec<_>>());
+    drop(large);
+    assert_eq!(ledger.live(), 0);
+
+    let mut set: FastArt<()> = (0..1000).map(|i| (key(i), ())).collect();
+    assert_eq!(set.len(), 1000);
+    assert_eq!(set.remove(key(10)), Some(()));
+    set.check_invariants().unwrap();
+}
