@@ -209,3 +209,32 @@ fn boxed_and_zero_sized_values() {
     assert_eq!(set.remove(key(10)), Some(()));
     set.check_invariants().unwrap();
 }
+
+/// Maps still holding out-of-line key parts (prefixes and suffixes over 254
+/// bytes) are torn down without leaks, by every route. Valgrind is what
+/// checks this one; the test makes sure the routes are taken.
+#[test]
+fn long_key_parts_are_freed_on_every_route() {
+    let long = |i: usize, shared: usize| -> Vec<u8> {
+        let mut k = vec![b'L'; shared];
+        k.extend(format!("/{i}/").bytes());
+        k.extend(std::iter::repeat_n(b'x', 300 + i));
+        k
+    };
+    let build = || -> FastArt<String> {
+        (0..40)
+            .map(|i| (long(i, 500 * (i % 2)), i.to_string()))
+            .collect()
+    };
+    let map = build();
+    assert!(
+        map.stats().out_of_line_bytes > 40 * 300,
+        "the test must hold out-of-line parts"
+    );
+    drop(map);
+    let mut map = build();
+    map.clear();
+    let mut map = build();
+    map.compact();
+    drop(map.into_iter().take(5).collect::<Vec<_>>());
+}
