@@ -63,14 +63,86 @@
 //! An [`Iter`] is a snapshot: it owns `Arc`s of the immutable layers and a
 //! copy of the fresh delta's entries in its range, taken under the read lock
 //! when it is created. For a range or prefix scan that copy is small; for
-//! [`iter`](HybridMap::iter) it is the whole fresh delta — bounded by the
-//! merge policy (by default an eighth of the base's keys): about 60 ns per
-//! entry, during which writers wait. An iterator that lives on keeps the
-//! layers it started with alive after a merge replaced them.
+//! [`iter`](HybridMap::iter) it is the whole fresh delta, which the policy
+//! bounds (by default an eighth of the base's keys). Measured on the Debian
+//! sample: 80–180 ns and about 150 bytes of buffer per copied entry, so 1 ms
+//! for a fresh delta of 12,500 entries, during which writers wait; on 7.3 M
+//! keys a full delta of 900,000 entries would take on the order of 100 ms.
+//! The alternative, sealing the fresh delta for every iterator (O(1)), would
+//! pile up small sealed deltas that every lookup must then search, and force
+//! merges to run far more often. An iterator that lives on keeps the layers
+//! it started with alive after a merge replaced them.
 //!
 //! # Choosing the merge policy
 //!
-//! See [`HybridConfig`]. (Measurements: see below.)
+//! A merge rebuilds the whole base: its cost is the fst crate's build speed
+//! (0.15–0.37 M keys/s measured on this project's shared 2-core machine, the
+//! lower figures under load), whatever the delta's size. The policy
+//! ([`HybridConfig`]) trades three things against each other:
+//!
+//! * **memory**: each delta entry costs about 50 bytes (a `FastArt` leaf and
+//!   path for a 63-byte path with an `Option<u64>`; measured 49.8 B/entry
+//!   for 695,000 entries on the 7.3 M paths) against the base's 10.7 bytes
+//!   per key. A delta of share `r` adds about `50 r` bytes per key;
+//! * **merge work**: rebuilding N keys every `r N` writes costs `1 / r` keys
+//!   built per write, 20–55 µs of background CPU per write at `r = 0.125`
+//!   (compare a `FastArt` insert, about 1 µs);
+//! * **memory during a merge**: the old base, the sealed delta, the new base
+//!   (pre-sized from the old one's bytes per key) and the fst builder's
+//!   state live together.
+//!
+//! The default, a key ratio of 1/8 (with a floor of 4,096 entries and a
+//! 256 MiB budget), keeps a map that is merged now and then within the
+//! issue's 20 bytes per key on the Debian paths: 10.7 (base) + 50/8 ≈ 17
+//! bytes per key just before a merge, 10.7 right after. Measured on the 7.3 M
+//! paths with a 9.5% delta (`examples/hybrid_merge.rs` in the harness):
+//!
+//! | state | bytes/key |
+//! |---|--:|
+//! | base alone (`FrozenLayer<u64>`) | 10.67 |
+//! | base + delta of 695,135 entries | 15.41 |
+//! | peak during the merge | 31.8 (37.2 before the output was pre-sized) |
+//! | after the merge | 10.67 |
+//!
+//! Under a steady write load the picture is worse, because merges are slow:
+//! while one runs (tens of seconds on 7.3 M keys) the fresh delta keeps
+//! growing, and when writes outpace merges, merges run back to back and the
+//! map lives at its merge-time peak. The steady mixed workload of issue 5
+//! (90% lookups, 10% writes of random keys; harness
+//! `examples/hybrid_mixed.rs`) on the 100,000-key sample, 1 M operations,
+//! shared machine under load (load average 3–4 on 2 cores, so absolute
+//! speeds are low; compare within a row), `FastArt<u64>` at 50.3 B/key:
+//!
+//! | `key_ratio` | merges | mean B/key | peak B/key | lookups/s (× FastArt) | writes/s, merge CPU charged (× FastArt) |
+//! |--:|--:|--:|--:|--:|--:|
+//! | 0.05  | 6 | 110.5 | 132.5 | 178 k (0.18×) | 35 k (0.04×) |
+//! | 0.125 | 5 | 105.5 | 131.3 | 194 k (0.28×) | 38 k (0.06×) |
+//! | 0.25  | 6 |  87.2 | 132.9 | 227 k (0.31×) | 48 k (0.08×) |
+//! | 0.5   | 3 |  66.6 | 145.6 | 267 k (0.40×) | 86 k (0.13×) |
+//!
+//! On the sample the fst builder's fixed working state (several MB, ~70
+//! bytes per key here, under 1 byte per key on 7.3 M keys) dominates every
+//! merge, so the memory columns overstate what the full dataset costs; the
+//! throughput columns are the honest part: with merges running back to
+//! back, a larger ratio merges less often and serves more. The default
+//! stays at 1/8 for the memory bound above; raise it for write-heavy use.
+//!
+//! Lookups cost what a [`FrozenLayer::get`] costs (a walk of the fst, 1–3 µs
+//! for these paths) plus a read lock and a lookup in the small delta (tens
+//! of ns when the delta is empty: measured equal to the bare layer within
+//! noise). A `FastArt` lookup is 0.5–1 µs, so `HybridMap` lookups reach
+//! about 0.5× `FastArt`'s at best, not the issue's 0.8×: the base is an fst.
+//!
+//! ## Reads during a merge
+//!
+//! Readers never wait for a merge. Measured with `examples/hybrid_merge.rs`
+//! (one thread looking up random keys while a background merge runs): on
+//! the sample, a quiet moment, 222,000 lookups during a 268 ms merge took
+//! 1.16 µs on average, the slowest 149 µs; on 7.3 M keys, with the machine
+//! under load from other work, 2.69 M lookups during a 48.6 s merge took
+//! 17.7 µs on average (the merge thread and other processes share the two
+//! cores), 4,630 took over 100 µs and the slowest 121 ms: the scheduler,
+//! not a lock, as no lock is shared between a reader and a building merge.
 //!
 //! # Example
 //!
@@ -257,9 +329,12 @@ impl<V: FrozenValue + Clone> Inner<V> {
     /// Seals the fresh delta and merges every sealed delta into a new base.
     /// The caller holds the merge lock.
     fn merge(&self, _merging: &MutexGuard<'_, ()>) -> Merged {
-        {
+        let keys = {
             let mut fresh = self.write_fresh();
             let current = self.layers.load();
+            // With the fresh delta empty (now, or after the seal below), the
+            // older layers hold exactly the map's keys.
+            let keys = self.len.load(Ordering::Acquire);
             if !fresh.art.is_empty() {
                 let sealed = mem::replace(&mut *fresh, Delta::new());
                 let mut deltas = Vec::with_capacity(current.deltas.len() + 1);
@@ -273,10 +348,11 @@ impl<V: FrozenValue + Clone> Inner<V> {
             } else if current.deltas.is_empty() {
                 return Merged::Nothing;
             }
-        }
+            keys
+        };
         let snapshot = self.layers.load_full();
         self.merging.store(true, Ordering::Relaxed);
-        let outcome = merge::build(&snapshot, &self.mailbox.cancel, &self.building);
+        let outcome = merge::build(&snapshot, keys, &self.mailbox.cancel, &self.building);
         self.merging.store(false, Ordering::Relaxed);
         let mut record = self.record();
         match outcome {
