@@ -7,11 +7,11 @@ mod fmt;
 
 pub mod art;
 pub mod frozen;
-pub mod memtable;
 pub mod hybrid;
+pub mod memtable;
 
 pub use crate::art::FastArt;
 pub use crate::error::{Error, Result};
 pub use crate::frozen::{FrozenLayer, FrozenLayerBuilder, FrozenValue};
-pub use crate::memtable::{ArtMemtable, Memtable, SkipListMemtable, VecMemtable};
 pub use crate::hybrid::{HybridConfig, HybridMap};
+pub use crate::memtable::{ArtMemtable, Memtable, SkipListMemtable, VecMemtable};
