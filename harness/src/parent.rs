@@ -316,7 +316,7 @@ mod tests {
     fn selection_defaults_dedupes_and_rejects_unknown_names() {
         let default = select(None).unwrap();
         assert!(default.iter().any(|e| e.name == "fastart"));
-        assert!(default.iter().all(|e| e.name != "hybrid"));
+        assert!(default.iter().any(|e| e.name == "hybrid"));
         let names = [
             "btreemap".to_string(),
             " fst".into(),
