@@ -3,9 +3,10 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser};
+use clap::{ArgGroup, Args, Parser};
 
 use crate::dataset::{LoadOptions, Source, SyntheticKind};
+use crate::memtable::Order;
 
 /// Default number of keys of a synthetic dataset.
 const DEFAULT_SYNTHETIC_KEYS: usize = 1_000_000;
@@ -18,6 +19,7 @@ const DEFAULT_SYNTHETIC_KEYS: usize = 1_000_000;
 /// Results go to stdout as a markdown table; progress to stderr.
 #[derive(Debug, Parser)]
 #[command(name = "memkv-bench", version, about, long_about)]
+#[command(group(ArgGroup::new("sized").args(["synthetic", "memtable"]).multiple(true)))]
 pub(crate) struct Cli {
     /// The keys to measure with.
     #[command(flatten)]
@@ -38,8 +40,18 @@ pub(crate) struct Cli {
     pub(crate) json: Option<PathBuf>,
 
     /// Also draw bytes/key against lookup throughput as an SVG chart at PATH.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "memtable")]
     pub(crate) chart: Option<PathBuf>,
+
+    /// Measure LSM memtables instead of maps: bulk load through a write
+    /// path, memory per entry, flush iteration, lookups, one writer with one
+    /// reader (16-byte keys, 100-byte values; --keys defaults to 100000).
+    #[arg(long, conflicts_with_all = ["dataset", "sample", "synthetic", "limit", "keep_cr"])]
+    pub(crate) memtable: bool,
+
+    /// With --memtable: the insert order (default: both, one table each).
+    #[arg(long, value_name = "ORDER", requires = "memtable")]
+    pub(crate) order: Option<Order>,
 
     /// Give up on a child after this many seconds (a hung structure).
     #[arg(long, value_name = "SECS", default_value_t = 1800)]
@@ -66,8 +78,9 @@ pub(crate) struct DataArgs {
     #[command(flatten)]
     pub(crate) source: SourceArgs,
 
-    /// Number of keys of a --synthetic dataset [default: 1000000].
-    #[arg(long, value_name = "N", requires = "synthetic")]
+    /// Number of keys of a --synthetic dataset [default: 1000000] or of
+    /// --memtable [default: 100000].
+    #[arg(long, value_name = "N", requires = "sized")]
     pub(crate) keys: Option<usize>,
 
     /// Use only the first N distinct keys.
@@ -172,6 +185,16 @@ mod tests {
         assert!(parse(&["--sample", "--dataset", "x"]).is_err());
         assert!(parse(&["--synthetic", "lsm", "--dataset", "x"]).is_err());
         assert!(parse(&["--keys", "5"]).is_err(), "--keys needs --synthetic");
+        assert!(
+            parse(&["--order", "random"]).is_err(),
+            "--order needs --memtable"
+        );
+        assert!(parse(&["--memtable", "--sample"]).is_err());
+        assert!(parse(&["--memtable", "--chart", "x.svg"]).is_err());
+        let cli = parse(&["--memtable", "--keys", "5", "--order", "sequential"]).unwrap();
+        assert!(cli.memtable);
+        assert_eq!(cli.data.keys, Some(5));
+        assert_eq!(cli.order, Some(Order::Sequential));
         assert!(parse(&["--limit", "0"]).is_err());
         assert!(parse(&["--runs", "0"]).is_err());
     }

@@ -14,6 +14,7 @@ mod cli;
 mod dataset;
 mod machine;
 mod measure;
+mod memtable;
 mod parent;
 mod record;
 mod report;
@@ -31,6 +32,12 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if cli.memtable {
+        return match &cli.child {
+            Some(name) => memtable::child_main(&cli, name),
+            None => memtable::parent_main(&cli),
+        };
+    }
     match &cli.child {
         Some(structure) => child::main(&cli, structure),
         None => parent::main(&cli),

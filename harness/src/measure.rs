@@ -129,17 +129,18 @@ impl Prepared {
 
 /// Memory counters at one moment.
 #[derive(Clone, Copy, Debug)]
-struct Snapshot {
+pub(crate) struct Snapshot {
     /// jemalloc `stats.allocated`.
-    allocated: u64,
+    pub(crate) allocated: u64,
     /// This thread's bytes allocated minus bytes freed, over its lifetime.
-    thread_net: i64,
+    pub(crate) thread_net: i64,
     /// Resident set size, from /proc/self/statm.
-    rss: Option<u64>,
+    pub(crate) rss: Option<u64>,
 }
 
 impl Snapshot {
-    fn take() -> Self {
+    /// Reads the counters now.
+    pub(crate) fn take() -> Self {
         use tikv_jemalloc_ctl::{Access, AsName, epoch, stats, thread};
         // Blocks freed into the thread cache still count as allocated in
         // `stats.allocated`, and a build then reuses them without the
@@ -185,7 +186,7 @@ fn page_size() -> u64 {
     4096
 }
 
-fn per_second(count: usize, elapsed: Duration) -> f64 {
+pub(crate) fn per_second(count: usize, elapsed: Duration) -> f64 {
     count as f64 / elapsed.as_secs_f64().max(1e-9)
 }
 

@@ -2,6 +2,7 @@
 //! run, gather the records, print the report.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -201,19 +202,64 @@ impl ChildRun<'_> {
             error: Some(error),
             ..Default::default()
         };
+        let mut args: Vec<OsString> = vec![
+            "--child".into(),
+            self.entry.name.into(),
+            "--protocol".into(),
+            PROTOCOL.to_string().into(),
+        ];
+        args.extend(self.cli.data.to_args());
+        let child = Child {
+            exe: self.exe,
+            args: &args,
+            name: self.entry.name,
+            label: self.label,
+            bar: self.bar,
+            timeout: self.timeout,
+        };
+        match child.run() {
+            Ok(json) => match serde_json::from_str::<Record>(&json) {
+                Ok(r) if r.protocol == PROTOCOL => r,
+                Ok(r) => failed(format!(
+                    "child speaks protocol {}, expected {PROTOCOL}",
+                    r.protocol
+                )),
+                Err(e) => failed(format!("unreadable record from the child: {e}")),
+            },
+            Err(e) => failed(e),
+        }
+    }
+}
+
+/// One child process: this executable with `args`.
+pub(crate) struct Child<'a> {
+    /// This executable.
+    pub(crate) exe: &'a PathBuf,
+    /// Its arguments.
+    pub(crate) args: &'a [OsString],
+    /// The structure's name, prefixed to the child's stderr lines.
+    pub(crate) name: &'static str,
+    /// The progress bar's label for this child.
+    pub(crate) label: &'a str,
+    /// The progress bar, which shows the child's phases.
+    pub(crate) bar: &'a ProgressBar,
+    /// How long to wait before killing it.
+    pub(crate) timeout: Duration,
+}
+
+impl Child<'_> {
+    /// Runs the child; returns the JSON of its record line, or why there is
+    /// none (how it ended, the phase, and its last stderr line).
+    pub(crate) fn run(&self) -> Result<String, String> {
         let mut child = match Command::new(self.exe)
-            .arg("--child")
-            .arg(self.entry.name)
-            .arg("--protocol")
-            .arg(PROTOCOL.to_string())
-            .args(self.cli.data.to_args())
+            .args(self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
         {
             Ok(c) => c,
-            Err(e) => return failed(format!("cannot start the child process: {e}")),
+            Err(e) => return Err(format!("cannot start the child process: {e}")),
         };
 
         let mut stdout = child.stdout.take().expect("piped");
@@ -223,7 +269,7 @@ impl ChildRun<'_> {
             let _ = stdout.read_to_end(&mut s);
             String::from_utf8_lossy(&s).into_owned()
         });
-        let (bar, label, name) = (self.bar.clone(), self.label.to_string(), self.entry.name);
+        let (bar, label, name) = (self.bar.clone(), self.label.to_string(), self.name);
         let err = thread::spawn(move || {
             let mut phase = String::from("start");
             let mut tail = VecDeque::new();
@@ -264,20 +310,13 @@ impl ChildRun<'_> {
         let (phase, tail) = err.join().unwrap_or_default();
 
         if let Some(json) = stdout.lines().find_map(|l| l.strip_prefix(RECORD_PREFIX)) {
-            return match serde_json::from_str::<Record>(json) {
-                Ok(r) if r.protocol == PROTOCOL => r,
-                Ok(r) => failed(format!(
-                    "child speaks protocol {}, expected {PROTOCOL}",
-                    r.protocol
-                )),
-                Err(e) => failed(format!("unreadable record from the child: {e}")),
-            };
+            return Ok(json.to_string());
         }
         let last = tail.iter().rev().find(|l| !l.is_empty());
         let said = last
             .map(|l| format!("; its last words: {l}"))
             .unwrap_or_default();
-        failed(match ended {
+        Err(match ended {
             Ended::Exited(status) => format!("child {} during {phase}{said}", describe(status)),
             Ended::TimedOut => format!(
                 "child timed out after {} s during {phase} (see --child-timeout){said}",

@@ -1,0 +1,225 @@
+//! The record one child reports for one memtable and insert order (the
+//! `--memtable --json` output), and the median over several runs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::median;
+
+/// One memtable implementation measured with one insert order.
+///
+/// The first fields are the documented `--memtable --json` schema; the rest
+/// are extras. `Option` fields are `null` when the measurement did not
+/// happen (an error before it, or "n/a" for the implementation).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct MemtableRecord {
+    /// Implementation name, as on the command line (`memtable-art`, …).
+    pub(crate) structure: String,
+    /// Entries written.
+    pub(crate) keys: u64,
+    /// Insert order: "random" or "sequential".
+    pub(crate) order: String,
+    /// Puts per second through the write path (freezes, stalls and the
+    /// flusher's competition for the CPU included).
+    pub(crate) load_ops_per_s: Option<f64>,
+    /// Key and value bytes per second of that load, in MiB (2^20 bytes).
+    pub(crate) load_mib_per_s: Option<f64>,
+    /// jemalloc `stats.allocated` growth per entry while one memtable holds
+    /// every entry (no flush).
+    pub(crate) memtable_bytes_per_entry: Option<f64>,
+    /// Entries per second of a full iteration of the frozen memtable, as a
+    /// flush reads it.
+    pub(crate) flush_iter_keys_per_s: Option<f64>,
+    /// Point lookups per second against the full memtable.
+    pub(crate) lookup_ops_per_s: Option<f64>,
+    /// Lookups that found the expected value.
+    pub(crate) correct_lookups: Option<u64>,
+    /// Lookups done.
+    pub(crate) lookups: Option<u64>,
+    /// Why it could not be measured (fully); `null` when it ran.
+    pub(crate) error: Option<String>,
+
+    /// The protocol version that produced this record.
+    pub(crate) protocol: u32,
+    /// Always "memtable".
+    pub(crate) workload: String,
+    /// Runs (child processes) this record is the median of.
+    pub(crate) runs: u32,
+    /// Bytes per key and per value.
+    pub(crate) key_len: u64,
+    /// See `key_len`.
+    pub(crate) value_len: u64,
+    /// Memtables frozen during the load.
+    pub(crate) freezes: Option<u64>,
+    /// Run files written by the end of the load (more may follow).
+    pub(crate) flushes: Option<u64>,
+    /// Puts that waited for the flusher.
+    pub(crate) stalls: Option<u64>,
+    /// Milliseconds puts spent waiting for the flusher.
+    pub(crate) stall_ms: Option<f64>,
+    /// Write-path reads checked after the load (memtables and run files).
+    pub(crate) write_path_reads: Option<u64>,
+    /// Of those, the ones that returned the expected value.
+    pub(crate) write_path_correct: Option<u64>,
+    /// jemalloc `stats.allocated` growth while one memtable takes every
+    /// entry.
+    pub(crate) memtable_allocated_bytes: Option<u64>,
+    /// `memtable_bytes_per_entry` minus the key and value bytes.
+    pub(crate) memtable_overhead_per_entry: Option<f64>,
+    /// The memtable's `approximate_memory_usage()` when full.
+    pub(crate) self_reported_bytes: Option<u64>,
+    /// Inserts per second straight into the memtable (the memory build: no
+    /// write path, no flush).
+    pub(crate) memtable_insert_ops_per_s: Option<f64>,
+    /// Milliseconds `freeze()` took on the full memtable.
+    pub(crate) freeze_ms: Option<f64>,
+    /// Entries the flush iteration yielded.
+    pub(crate) flush_iter_keys: Option<u64>,
+    /// Flush-iteration entries that differed from the sorted data.
+    pub(crate) flush_iter_mismatches: Option<u64>,
+    /// "active" or "frozen": which memtable the lookups ran against.
+    pub(crate) lookup_target: String,
+    /// One writer and one reader at once: the writer's inserts per second.
+    pub(crate) concurrent_write_ops_per_s: Option<f64>,
+    /// The reader's lookups per second meanwhile.
+    pub(crate) concurrent_read_ops_per_s: Option<f64>,
+    /// The reader's lookups.
+    pub(crate) concurrent_reads: Option<u64>,
+    /// Of those, the ones that found the expected value.
+    pub(crate) concurrent_correct_reads: Option<u64>,
+    /// The first few wrong results, described.
+    pub(crate) failures: Vec<String>,
+    /// Facts needed to read the row.
+    pub(crate) notes: Vec<String>,
+}
+
+impl MemtableRecord {
+    /// Whether every check that ran passed.
+    #[cfg(test)]
+    pub(crate) fn all_correct(&self) -> bool {
+        self.correct_lookups == self.lookups
+            && self.flush_iter_mismatches.unwrap_or(0) == 0
+            && self.write_path_correct == self.write_path_reads
+            && self.concurrent_correct_reads == self.concurrent_reads
+    }
+}
+
+/// Folds the records of several runs into one: the median of each
+/// measurement, the worst of each check, the first error.
+pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
+    let Some(first) = runs.first() else {
+        return MemtableRecord::default();
+    };
+    let mut out = first.clone();
+    out.runs = runs.len() as u32;
+    let med = |get: fn(&MemtableRecord) -> Option<f64>| {
+        let mut xs: Vec<f64> = runs.iter().filter_map(get).collect();
+        median(&mut xs)
+    };
+    out.load_ops_per_s = med(|r| r.load_ops_per_s);
+    out.load_mib_per_s = med(|r| r.load_mib_per_s);
+    out.memtable_bytes_per_entry = med(|r| r.memtable_bytes_per_entry);
+    out.memtable_overhead_per_entry = med(|r| r.memtable_overhead_per_entry);
+    out.memtable_allocated_bytes =
+        med(|r| r.memtable_allocated_bytes.map(|x| x as f64)).map(|x| x.round() as u64);
+    out.self_reported_bytes =
+        med(|r| r.self_reported_bytes.map(|x| x as f64)).map(|x| x.round() as u64);
+    out.memtable_insert_ops_per_s = med(|r| r.memtable_insert_ops_per_s);
+    out.flush_iter_keys_per_s = med(|r| r.flush_iter_keys_per_s);
+    out.freeze_ms = med(|r| r.freeze_ms);
+    out.lookup_ops_per_s = med(|r| r.lookup_ops_per_s);
+    out.concurrent_write_ops_per_s = med(|r| r.concurrent_write_ops_per_s);
+    out.concurrent_read_ops_per_s = med(|r| r.concurrent_read_ops_per_s);
+    out.stall_ms = med(|r| r.stall_ms);
+    out.stalls = med(|r| r.stalls.map(|x| x as f64)).map(|x| x.round() as u64);
+    // Checks: the worst run counts.
+    out.correct_lookups = runs.iter().filter_map(|r| r.correct_lookups).min();
+    out.lookups = runs.iter().filter_map(|r| r.lookups).max();
+    out.write_path_correct = runs.iter().filter_map(|r| r.write_path_correct).min();
+    out.write_path_reads = runs.iter().filter_map(|r| r.write_path_reads).max();
+    out.flush_iter_mismatches = runs.iter().filter_map(|r| r.flush_iter_mismatches).max();
+    // Reader counts vary per run: keep the worst run's pair.
+    if let Some(worst) = runs
+        .iter()
+        .filter(|r| r.concurrent_reads.is_some())
+        .min_by_key(|r| {
+            r.concurrent_correct_reads.unwrap_or(0) as i64 - r.concurrent_reads.unwrap_or(0) as i64
+        })
+    {
+        out.concurrent_reads = worst.concurrent_reads;
+        out.concurrent_correct_reads = worst.concurrent_correct_reads;
+    }
+    out.error = runs.iter().find_map(|r| r.error.clone());
+    out.failures = runs
+        .iter()
+        .find(|r| !r.failures.is_empty())
+        .map_or(Vec::new(), |r| r.failures.clone());
+    for r in runs {
+        for n in &r.notes {
+            if !out.notes.contains(n) {
+                out.notes.push(n.clone());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_has_the_documented_fields() {
+        let r = MemtableRecord {
+            structure: "memtable-art".into(),
+            keys: 3,
+            order: "random".into(),
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        let obj = v.as_object().unwrap();
+        for field in [
+            "structure",
+            "keys",
+            "order",
+            "load_ops_per_s",
+            "load_mib_per_s",
+            "memtable_bytes_per_entry",
+            "flush_iter_keys_per_s",
+            "lookup_ops_per_s",
+            "correct_lookups",
+            "lookups",
+            "error",
+        ] {
+            assert!(obj.contains_key(field), "missing {field}");
+        }
+        assert!(obj["error"].is_null());
+        let back: MemtableRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn combine_takes_medians_and_worst_checks() {
+        let run = |load: f64, correct: u64, reads: (u64, u64)| MemtableRecord {
+            structure: "x".into(),
+            load_ops_per_s: Some(load),
+            correct_lookups: Some(correct),
+            lookups: Some(10),
+            concurrent_reads: Some(reads.0),
+            concurrent_correct_reads: Some(reads.1),
+            ..Default::default()
+        };
+        let c = combine(&[
+            run(3.0, 10, (50, 50)),
+            run(1.0, 9, (40, 39)),
+            run(2.0, 10, (60, 60)),
+        ]);
+        assert_eq!(c.runs, 3);
+        assert_eq!(c.load_ops_per_s, Some(2.0));
+        assert_eq!(c.correct_lookups, Some(9));
+        assert_eq!(
+            (c.concurrent_reads, c.concurrent_correct_reads),
+            (Some(40), Some(39))
+        );
+        assert!(!c.all_correct());
+    }
+}

@@ -1,0 +1,378 @@
+//! The memtable workload, run inside a child process for one implementation
+//! and one insert order.
+//!
+//! 1. **load**: every entry `put` through a [`WritePath`] with the default
+//!    options (64 MiB memtables, two at most, one flusher thread writing run
+//!    files to a temporary directory), timed until the last put returns;
+//!    then a sample of keys is read back through the write path (untimed)
+//!    and the flusher is waited for.
+//! 2. **build**: one memtable takes every entry directly (no write path, no
+//!    freeze at 64 MiB), measuring jemalloc's `stats.allocated` before and
+//!    after: the memory of a memtable of the size under test.
+//! 3. **lookup**: every key in a shuffled order, each value compared with
+//!    the expected bytes inside the timed loop.
+//! 4. **flush**: `freeze()`, timed, then one timed pass of the frozen
+//!    memtable's cursor reading each entry's key, sequence number and the
+//!    first and last byte of its value (what a flush's writer touches),
+//!    then an untimed pass checked against the sorted keys and values.
+//! 5. **concurrent**: a new memtable, one thread inserting every entry while
+//!    this thread looks up random keys already inserted, checking each value,
+//!    until the writer is done: both rates.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use memkv::memtable::{
+    EntryCursor, Lookup, MAX_SEQNO, Memtable, MemtableRead, ValueKind, WritePath, WritePathOptions,
+};
+
+use super::Order;
+use super::record::MemtableRecord;
+use crate::dataset::{Dataset, LSM_VALUE_LEN, lsm_value};
+use crate::measure::{Snapshot, per_second, phase};
+use crate::rng::{SEED_LOOKUP, SplitMix64};
+
+/// Wrong results described per record.
+const MAX_FAILURES: usize = 3;
+/// Keys read back through the write path after the load, at most.
+const WRITE_PATH_READS: usize = 20_000;
+
+/// What the harness needs to know about an implementation beyond the trait.
+pub(crate) trait Subject: Memtable + 'static {
+    /// Whether reads of the *active* memtable are fast enough to measure
+    /// (else lookups run against the frozen memtable, and the
+    /// one-writer-one-reader phase is skipped).
+    const ACTIVE_READS: bool = true;
+}
+
+impl Subject for memkv::SkipListMemtable {}
+impl Subject for memkv::ArtMemtable {}
+impl Subject for memkv::VecMemtable {
+    const ACTIVE_READS: bool = false;
+}
+
+/// The entries and the orders they are used in. Entry `i` is the `i`th
+/// inserted: keys and values are laid out in insert order, so that reading
+/// them costs the same in both orders.
+#[derive(Debug)]
+pub(crate) struct Workload {
+    /// Entry `i`'s key is `keys[key_ends[i - 1]..key_ends[i]]`.
+    keys: Vec<u8>,
+    key_ends: Vec<usize>,
+    /// `values[i * LSM_VALUE_LEN..][..LSM_VALUE_LEN]` is entry `i`'s value.
+    values: Vec<u8>,
+    /// Entry indices sorted by key.
+    sorted: Vec<u32>,
+    /// Entry indices in a fixed-seed shuffle.
+    lookup: Vec<u32>,
+}
+
+impl Workload {
+    /// The `lsm` synthetic keys (16 bytes: a 4-byte table id out of 16, then
+    /// 12 random bytes) with their 100-byte values, inserted in generation
+    /// order (`random`) or sorted (`sequential`).
+    pub(crate) fn new(dataset: Dataset, order: Order) -> Self {
+        let n = dataset.len();
+        let ds_keys = &dataset.keys;
+        let mut by_key: Vec<u32> = (0..n as u32).collect();
+        by_key.sort_unstable_by(|&a, &b| ds_keys.get(a as usize).cmp(ds_keys.get(b as usize)));
+        let insert: Vec<u32> = match order {
+            Order::Random => (0..n as u32).collect(),
+            Order::Sequential => by_key.clone(),
+        };
+        let (mut keys, mut key_ends) = (Vec::with_capacity(ds_keys.total_bytes()), Vec::new());
+        let mut values = vec![0u8; n * LSM_VALUE_LEN];
+        let mut buf = [0u8; LSM_VALUE_LEN];
+        for (&d, chunk) in insert.iter().zip(values.chunks_exact_mut(LSM_VALUE_LEN)) {
+            keys.extend_from_slice(ds_keys.get(d as usize));
+            key_ends.push(keys.len());
+            lsm_value(dataset.values[d as usize], &mut buf);
+            chunk.copy_from_slice(&buf);
+        }
+        let sorted = match order {
+            Order::Random => by_key,
+            Order::Sequential => (0..n as u32).collect(),
+        };
+        let mut lookup: Vec<u32> = (0..n as u32).collect();
+        SplitMix64::new(SEED_LOOKUP).shuffle(&mut lookup);
+        Workload {
+            keys,
+            key_ends,
+            values,
+            sorted,
+            lookup,
+        }
+    }
+
+    /// Entries.
+    pub(crate) fn len(&self) -> usize {
+        self.key_ends.len()
+    }
+
+    /// Entries in insert order.
+    fn insert_order(&self) -> std::ops::Range<u32> {
+        0..self.len() as u32
+    }
+
+    #[inline]
+    fn key(&self, i: u32) -> &[u8] {
+        let i = i as usize;
+        let start = if i == 0 { 0 } else { self.key_ends[i - 1] };
+        &self.keys[start..self.key_ends[i]]
+    }
+
+    #[inline]
+    fn value(&self, i: u32) -> &[u8] {
+        &self.values[i as usize * LSM_VALUE_LEN..][..LSM_VALUE_LEN]
+    }
+
+    /// Key and value bytes of every entry.
+    fn raw_bytes(&self) -> usize {
+        self.keys.len() + self.values.len()
+    }
+}
+
+/// Folds an entry into a checksum reading its key's last byte and its
+/// value's first and last bytes, so the timed pass can't skip them.
+#[inline]
+fn fold(acc: u64, key: &[u8], seqno: u64, value: &[u8]) -> u64 {
+    let last = |s: &[u8]| u64::from(s.last().copied().unwrap_or(0));
+    let first = u64::from(value.first().copied().unwrap_or(0));
+    acc.wrapping_mul(31)
+        ^ key.len() as u64
+        ^ last(key)
+        ^ seqno
+        ^ value.len() as u64
+        ^ first
+        ^ last(value)
+}
+
+/// Measures implementation `M` on `w` into `rec`.
+pub(crate) fn run<M: Subject>(w: &Workload, rec: &mut MemtableRecord) {
+    let n = w.len();
+    rec.key_len = (w.keys.len() / n.max(1)) as u64;
+    rec.value_len = LSM_VALUE_LEN as u64;
+    if let Err(e) = load::<M>(w, rec) {
+        rec.error = Some(format!("write path: {e}"));
+        return;
+    }
+
+    phase("build");
+    let before = Snapshot::take();
+    let start = Instant::now();
+    let mem = M::default();
+    for (seqno, i) in (1..).zip(w.insert_order()) {
+        mem.insert(w.key(i), seqno, ValueKind::Value, w.value(i));
+    }
+    let elapsed = start.elapsed();
+    let after = Snapshot::take();
+    let allocated = after.allocated.saturating_sub(before.allocated);
+    rec.memtable_allocated_bytes = Some(allocated);
+    rec.memtable_bytes_per_entry = Some(allocated as f64 / n as f64);
+    rec.memtable_overhead_per_entry = Some((allocated as f64 - w.raw_bytes() as f64) / n as f64);
+    rec.self_reported_bytes = Some(mem.approximate_memory_usage() as u64);
+    rec.memtable_insert_ops_per_s = Some(per_second(n, elapsed));
+
+    let frozen = if M::ACTIVE_READS {
+        lookups(w, &mem, rec);
+        rec.lookup_target = "active".into();
+        freeze(mem, rec)
+    } else {
+        let frozen = freeze(mem, rec);
+        lookups(w, &frozen, rec);
+        rec.lookup_target = "frozen".into();
+        rec.notes.push(
+            "lookups against the frozen (sorted) memtable: the active one scans every entry".into(),
+        );
+        frozen
+    };
+    flush_iteration(w, &frozen, rec);
+    phase("drop");
+    drop(frozen);
+
+    if M::ACTIVE_READS {
+        concurrent::<M>(w, rec);
+    } else {
+        rec.notes
+            .push("no writer+reader run: reads of the active memtable are O(n)".into());
+    }
+}
+
+/// Phase 1: the bulk load through the write path.
+fn load<M: Subject>(w: &Workload, rec: &mut MemtableRecord) -> std::io::Result<()> {
+    phase("load");
+    let dir = tempfile::tempdir()?;
+    let db: WritePath<M> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    let start = Instant::now();
+    for i in w.insert_order() {
+        db.put(w.key(i), w.value(i))?;
+    }
+    let elapsed = start.elapsed();
+    let stats = db.stats();
+    rec.load_ops_per_s = Some(per_second(w.len(), elapsed));
+    rec.load_mib_per_s = Some(w.raw_bytes() as f64 / (1 << 20) as f64 / elapsed.as_secs_f64());
+    rec.freezes = Some(stats.freezes);
+    rec.flushes = Some(stats.flushes);
+    rec.stalls = Some(stats.stalls);
+    rec.stall_ms = Some(stats.stall_time.as_secs_f64() * 1e3);
+
+    phase("load-check");
+    let step = w.len().div_ceil(WRITE_PATH_READS).max(1);
+    let (mut reads, mut correct) = (0u64, 0u64);
+    for &i in w.lookup.iter().step_by(step) {
+        reads += 1;
+        match db.get(w.key(i))? {
+            Some(v) if v == w.value(i) => correct += 1,
+            got => {
+                if rec.failures.len() < MAX_FAILURES {
+                    rec.failures.push(format!(
+                        "write path get {}: {}",
+                        w.key(i).escape_ascii(),
+                        if got.is_some() {
+                            "wrong value"
+                        } else {
+                            "missing"
+                        }
+                    ));
+                }
+            }
+        }
+    }
+    rec.write_path_reads = Some(reads);
+    rec.write_path_correct = Some(correct);
+    db.close()?;
+    Ok(())
+}
+
+/// Phase 3: every key, shuffled, values checked.
+fn lookups(w: &Workload, mem: &impl MemtableRead, rec: &mut MemtableRecord) {
+    phase("lookup");
+    let mut correct = 0u64;
+    let mut wrong = Vec::new();
+    let start = Instant::now();
+    for &i in &w.lookup {
+        let want = w.value(i);
+        if mem.get_with(
+            w.key(i),
+            MAX_SEQNO,
+            |l| matches!(l, Lookup::Found(v) if v == want),
+        ) {
+            correct += 1;
+        } else if wrong.len() < MAX_FAILURES {
+            wrong.push(i);
+        }
+    }
+    let elapsed = start.elapsed();
+    rec.lookup_ops_per_s = Some(per_second(w.len(), elapsed));
+    rec.lookups = Some(w.len() as u64);
+    rec.correct_lookups = Some(correct);
+    for i in wrong {
+        let got = mem.get(w.key(i), MAX_SEQNO).map(|v| v.len());
+        rec.failures.push(format!(
+            "lookup {}: {got:?} (value length), expected {} bytes",
+            w.key(i).escape_ascii(),
+            LSM_VALUE_LEN
+        ));
+    }
+}
+
+fn freeze<M: Subject>(mem: M, rec: &mut MemtableRecord) -> M::Frozen {
+    phase("freeze");
+    let start = Instant::now();
+    let frozen = mem.freeze();
+    rec.freeze_ms = Some(start.elapsed().as_secs_f64() * 1e3);
+    frozen
+}
+
+/// Phase 4: the flush's sorted read, timed, then checked.
+fn flush_iteration(w: &Workload, frozen: &impl MemtableRead, rec: &mut MemtableRecord) {
+    phase("flush");
+    let (mut acc, mut count) = (0u64, 0usize);
+    let start = Instant::now();
+    let mut cursor = frozen.iter(MAX_SEQNO);
+    while let Some(e) = cursor.next_entry() {
+        acc = fold(acc, e.user_key, e.seqno, e.value);
+        count += 1;
+    }
+    let elapsed = start.elapsed();
+    black_box(acc);
+    rec.flush_iter_keys_per_s = Some(per_second(count, elapsed));
+    rec.flush_iter_keys = Some(count as u64);
+
+    let mut mismatches = (count as u64).abs_diff(w.len() as u64);
+    let mut cursor = frozen.iter(MAX_SEQNO);
+    for &i in &w.sorted {
+        let Some(e) = cursor.next_entry() else { break };
+        if e.user_key != w.key(i) || e.value != w.value(i) || e.kind != ValueKind::Value {
+            mismatches += 1;
+            if rec.failures.len() < 2 * MAX_FAILURES {
+                rec.failures.push(format!(
+                    "flush iteration: got {}, expected {}",
+                    e.user_key.escape_ascii(),
+                    w.key(i).escape_ascii()
+                ));
+            }
+        }
+    }
+    rec.flush_iter_mismatches = Some(mismatches);
+}
+
+/// Phase 5: one writer thread and one reader (this thread) at once.
+fn concurrent<M: Subject>(w: &Workload, rec: &mut MemtableRecord) {
+    phase("concurrent");
+    let n = w.len();
+    let mem = Arc::new(M::default());
+    let inserted = Arc::new(AtomicUsize::new(0));
+    let (reads, correct, read_secs, write_secs) = std::thread::scope(|s| {
+        let writer = {
+            let (mem, inserted) = (Arc::clone(&mem), Arc::clone(&inserted));
+            s.spawn(move || {
+                let start = Instant::now();
+                for (seqno, i) in (1..).zip(w.insert_order()) {
+                    mem.insert(w.key(i), seqno, ValueKind::Value, w.value(i));
+                    inserted.store(i as usize + 1, Ordering::Release);
+                }
+                start.elapsed().as_secs_f64()
+            })
+        };
+        let mut rng = SplitMix64::new(SEED_LOOKUP ^ 0x5eed);
+        let (mut reads, mut correct) = (0u64, 0u64);
+        let start = Instant::now();
+        loop {
+            let done = inserted.load(Ordering::Acquire);
+            if done == n {
+                break;
+            }
+            if done == 0 {
+                std::hint::spin_loop();
+                continue;
+            }
+            // A key inserted before `done` was published: it must be there.
+            let i = rng.below(done as u64) as u32;
+            let want = w.value(i);
+            reads += 1;
+            if mem.get_with(
+                w.key(i),
+                MAX_SEQNO,
+                |l| matches!(l, Lookup::Found(v) if v == want),
+            ) {
+                correct += 1;
+            }
+        }
+        let read_secs = start.elapsed().as_secs_f64();
+        let write_secs = writer.join().expect("the writer does not panic");
+        (reads, correct, read_secs, write_secs)
+    });
+    rec.concurrent_write_ops_per_s = Some(n as f64 / write_secs.max(1e-9));
+    rec.concurrent_read_ops_per_s = Some(reads as f64 / read_secs.max(1e-9));
+    rec.concurrent_reads = Some(reads);
+    rec.concurrent_correct_reads = Some(correct);
+    if correct < reads {
+        rec.failures.push(format!(
+            "concurrent reads: {} of {reads} wrong",
+            reads - correct
+        ));
+    }
+}

@@ -1,0 +1,114 @@
+//! `memkv-bench --memtable` end to end: the records, the table, the checks,
+//! and argument errors.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memkv-bench"))
+        .args(args)
+        .output()
+        .expect("run memkv-bench")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn every_memtable_and_order_gets_a_checked_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memtable.json");
+    let out = bench(&[
+        "--memtable",
+        "--keys",
+        "3000",
+        "--runs",
+        "1",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for want in [
+        "### random order",
+        "### sequential order",
+        "| memtable-art |",
+        "targets, memtable-art vs memtable-skiplist: load",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in\n{stdout}");
+    }
+    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let records = json.as_array().unwrap();
+    assert_eq!(records.len(), 6, "3 memtables × 2 orders");
+    for r in records {
+        let name = r["structure"].as_str().unwrap();
+        assert!(r["error"].is_null(), "{name}: {}", r["error"]);
+        assert_eq!(r["workload"], "memtable");
+        assert_eq!(r["keys"], 3000);
+        for field in [
+            "load_ops_per_s",
+            "load_mib_per_s",
+            "memtable_bytes_per_entry",
+            "flush_iter_keys_per_s",
+            "lookup_ops_per_s",
+        ] {
+            assert!(r[field].as_f64().unwrap() > 0.0, "{name}: {field}");
+        }
+        assert_eq!(r["correct_lookups"], r["lookups"], "{name}");
+        assert_eq!(r["lookups"], 3000);
+        assert_eq!(r["write_path_correct"], r["write_path_reads"], "{name}");
+        assert_eq!(r["flush_iter_mismatches"], 0, "{name}");
+        assert_eq!(r["flush_iter_keys"], 3000, "{name}");
+        // Keys and values are 116 bytes per entry: no memtable holds less.
+        assert!(r["memtable_bytes_per_entry"].as_f64().unwrap() > 116.0);
+        if name == "memtable-vec" {
+            assert!(r["concurrent_reads"].is_null());
+        } else {
+            assert_eq!(
+                r["concurrent_correct_reads"], r["concurrent_reads"],
+                "{name}"
+            );
+        }
+    }
+    let orders: Vec<&str> = records
+        .iter()
+        .map(|r| r["order"].as_str().unwrap())
+        .collect();
+    assert_eq!(orders.iter().filter(|o| **o == "random").count(), 3);
+}
+
+#[test]
+fn one_order_and_a_subset() {
+    let out = bench(&[
+        "--memtable",
+        "--keys",
+        "500",
+        "--runs",
+        "1",
+        "--order",
+        "sequential",
+        "--structures",
+        "memtable-art",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("### sequential order"));
+    assert!(!stdout.contains("### random order"));
+    assert!(!stdout.contains("| memtable-skiplist |"));
+}
+
+#[test]
+fn list_and_argument_errors() {
+    let list = text(&bench(&["--memtable", "--list"]).stdout);
+    for name in ["memtable-skiplist", "memtable-art", "memtable-vec"] {
+        assert!(list.contains(name), "{list}");
+    }
+    let out = bench(&["--memtable", "--structures", "memtable-nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown memtable \"memtable-nope\""));
+    assert_eq!(bench(&["--order", "random"]).status.code(), Some(2));
+    assert_eq!(bench(&["--memtable", "--sample"]).status.code(), Some(2));
+    assert_eq!(bench(&["--memtable", "--keys", "0"]).status.code(), Some(2));
+}
