@@ -103,10 +103,16 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::KeyTooLong { len, max } => {
-                write!(f, "key of {len} bytes is longer than the maximum of {max} bytes")
+                write!(
+                    f,
+                    "key of {len} bytes is longer than the maximum of {max} bytes"
+                )
             }
             Error::CapacityExceeded { bytes } => {
-                write!(f, "capacity exceeded: the structure already holds {bytes} bytes")
+                write!(
+                    f,
+                    "capacity exceeded: the structure already holds {bytes} bytes"
+                )
             }
             Error::Io { context, source } => write!(f, "{context}: {source}"),
             Error::OutOfOrder { previous, got } => write!(
