@@ -1,39 +1,5 @@
-//! [`WritePath`]: a memtable used the way an LSM engine uses it — a harness
-//! for measuring memtables, not a database.
-//!
-//! ```text
-//!  put/delete ──► active memtable ──(full: freeze)──► immutable memtables ──► flusher thread ──► run files
-//!                    ▲ get: 1st                          ▲ get: 2nd, newest first                  ▲ get: 3rd, newest first
-//! ```
-//!
-//! * Writes go to the active memtable, each with the next sequence number.
-//!   Writers are serialised by a mutex (one sequence of numbers).
-//! * When the active memtable's
-//!   [`approximate_memory_usage`](super::MemtableRead::approximate_memory_usage)
-//!   reaches [`WritePathOptions::write_buffer_size`], it is frozen and handed
-//!   over a bounded channel to one background thread, which writes it as a
-//!   sorted run file. At most `max_write_buffer_number − 1` immutable
-//!   memtables exist at once (so at most `max_write_buffer_number`
-//!   memtables, as in RocksDB); a writer that would exceed that stalls until
-//!   the flusher finishes one.
-//! * A read sees every write whose `put`/`delete` returned: the active
-//!   memtable, then the immutable ones, then the run files, newest first; a
-//!   tombstone anywhere stops the search.
-//!
-//! # Run files
-//! A run holds the newest version of each key of one memtable (the write
-//! path reads only the latest state, so older versions are dropped at flush;
-//! tombstones are kept, as they hide older runs), sorted by key:
-//!
-//! ```text
-//!  repeated: | key len: u32 LE | key | value len: u32 LE | value |
-//!            a tombstone has value len 0xFFFF_FFFF and no value bytes
-//! ```
-//!
-//! Written through a buffered writer, not synced (a crash loses nothing a
-//! benchmark cares about). An in-memory sparse index (every 64th key) lets a
-//! read fetch one small block with `pread`. Runs are never compacted or
-//! deleted: the directory is the caller's to clean up.
+//! [`WritePath`]: a memtable used the way an LSM engine uses it (documented
+//! on the type).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -131,8 +97,44 @@ impl<M: Memtable> Shared<M> {
     }
 }
 
-/// An LSM write path around a [`Memtable`]: see the [module
-/// docs](self) for what it does.
+/// An LSM write path around a [`Memtable`]: a harness for measuring
+/// memtables, not a database.
+///
+/// ```text
+///  put/delete ──► active memtable ──(full: freeze)──► immutable memtables ──► flusher thread ──► run files
+///                    ▲ get: 1st                          ▲ get: 2nd, newest first                  ▲ get: 3rd, newest first
+/// ```
+///
+/// * Writes go to the active memtable, each with the next sequence number.
+///   Writers are serialised by a mutex (one sequence of numbers).
+/// * When the active memtable's
+///   [`approximate_memory_usage`](super::MemtableRead::approximate_memory_usage)
+///   reaches [`WritePathOptions::write_buffer_size`], it is frozen and handed
+///   over a bounded channel to one background thread, which writes it as a
+///   sorted run file. At most `max_write_buffer_number − 1` immutable
+///   memtables exist at once (so at most `max_write_buffer_number`
+///   memtables, as in RocksDB); a writer that would exceed that stalls until
+///   the flusher finishes one. The freeze itself runs while the write path's
+///   state is locked, so reads wait for it: O(1) for the skip list and the
+///   ART, a sort for [`VecMemtable`](super::VecMemtable).
+/// * A read sees every write whose `put`/`delete` returned: the active
+///   memtable, then the immutable ones, then the run files, newest first; a
+///   tombstone anywhere stops the search.
+///
+/// # Run files
+/// A run holds the newest version of each key of one memtable (the write
+/// path reads only the latest state, so older versions are dropped at flush;
+/// tombstones are kept, as they hide older runs), sorted by key:
+///
+/// ```text
+///  repeated: | key len: u32 LE | key | value len: u32 LE | value |
+///            a tombstone has value len 0xFFFF_FFFF and no value bytes
+/// ```
+///
+/// Written through a buffered writer, not synced (a crash loses nothing a
+/// benchmark cares about). An in-memory sparse index (every 64th key) lets a
+/// read fetch one small block with `pread`. Runs are never compacted or
+/// deleted: the directory is the caller's to clean up.
 ///
 /// ```
 /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
