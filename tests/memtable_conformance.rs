@@ -269,6 +269,11 @@ fn many_entries<M: Memtable>(n: u64) {
         mem.iter(n / 2).collect_entries(),
         model_range(&model, Bound::Unbounded, Bound::Unbounded, n / 2)
     );
+    // An old snapshot sees two entries scattered among a thousand keys.
+    assert_eq!(
+        mem.iter(2).collect_entries(),
+        model_range(&model, Bound::Unbounded, Bound::Unbounded, 2)
+    );
     let lo = (n / 10).to_be_bytes();
     let hi = (n / 5).to_be_bytes();
     let want = model_range(&model, Bound::Included(&lo), Bound::Excluded(&hi), n);

@@ -349,17 +349,20 @@ impl ArtCursor<'_> {
                 start.as_ref().map(Vec::as_slice),
                 self.end.as_ref().map(Vec::as_slice),
             ));
-            let mut copied = 0;
+            let (mut copied, mut visited) = (0, 0);
             let mut last_key = None;
             while let Some((key, &head)) = it.next_entry() {
                 copied += push_versions(&mut self.buf, &t.arena, key, head, self.snapshot);
-                if copied >= BATCH_ENTRIES {
+                visited += 1;
+                // Bounded by keys visited too, so that an old snapshot, which
+                // sees few entries, doesn't hold the lock over a long walk.
+                if copied >= BATCH_ENTRIES || visited >= 4 * BATCH_ENTRIES {
                     last_key = Some(key.to_vec());
                     break;
                 }
             }
-            // A batch that ended early stops the cursor; a full one resumes
-            // after its last key (keys with no visible version copy nothing,
+            // A batch that reached the end stops the cursor; a cut one
+            // resumes after its last key (possibly with nothing copied yet,
             // hence the loop).
             self.next_start = last_key.map(Bound::Excluded);
         }
