@@ -117,7 +117,14 @@ pub(crate) const REGISTRY: &[Entry] = &[
         about: "memkv::FastArt<u64>, memkv's adaptive radix tree",
         default: true,
         hidden: false,
-        run: measure::run::<fastart::FastArtMap>,
+        run: measure::run::<fastart::FastArtMap<false>>,
+    },
+    Entry {
+        name: "fastart-compact",
+        about: "memkv::FastArt<u64> with compact() after the inserts (counted in the insert time)",
+        default: true,
+        hidden: false,
+        run: measure::run::<fastart::FastArtMap<true>>,
     },
     Entry {
         name: "frozen",
