@@ -98,6 +98,7 @@
 
 mod error;
 mod fmt;
+mod keys;
 
 pub mod art;
 pub mod frozen;

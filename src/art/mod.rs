@@ -45,10 +45,11 @@ mod iter;
 pub(crate) mod raw;
 
 use std::fmt;
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 
 use crate::Error;
 use crate::fmt::ByteStr;
+use crate::keys::owned_bound;
 
 pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
 pub use self::iter::{IntoIter, Iter, IterMut, Keys, Range, Values, ValuesMut};
@@ -327,15 +328,10 @@ impl<V> FastArt<V> {
         T: AsRef<[u8]> + ?Sized,
         R: RangeBounds<T>,
     {
-        let owned = |b: Bound<&T>| match b {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
         let raw = RawIter::range(
             &self.raw,
-            owned(range.start_bound()),
-            owned(range.end_bound()),
+            owned_bound(range.start_bound()),
+            owned_bound(range.end_bound()),
         );
         Range::new(&self.raw, raw)
     }

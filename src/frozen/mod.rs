@@ -116,6 +116,7 @@ pub use self::build::FrozenLayerBuilder;
 pub use self::column::{BytesColumn, FrozenValue, IntColumn, ValueColumn};
 use self::format::{Check, FstBytes, Storage};
 pub use self::iter::Iter;
+use crate::keys::prefix_successor;
 use crate::{Error, FastArt, Result};
 
 /// Automata to [`search`](FrozenLayer::search) a layer's keys with, from the
@@ -509,26 +510,9 @@ impl<'a, V: FrozenValue> IntoIterator for &'a FrozenLayer<V> {
     }
 }
 
-/// The smallest byte string greater than every string starting with
-/// `prefix`, or `None` if there is none (`prefix` is empty or all `0xFF`).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let last = prefix.iter().rposition(|&b| b != 0xFF)?;
-    let mut end = prefix[..=last].to_vec();
-    end[last] += 1;
-    Some(end)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefix_successor_skips_trailing_ff() {
-        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_successor(b"a\xFF\xFF"), Some(b"b".to_vec()));
-        assert_eq!(prefix_successor(b"\xFF"), None);
-        assert_eq!(prefix_successor(b""), None);
-    }
 
     #[test]
     fn empty_layer_answers_everything() {

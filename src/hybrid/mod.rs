@@ -204,6 +204,7 @@ use self::layers::{Delta, Layers};
 use self::merge::Outcome;
 pub use self::policy::HybridConfig;
 use self::worker::Mailbox;
+use crate::keys::{owned_bound, prefix_successor};
 use crate::{FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
 
 /// A mutable ordered map from byte strings to values that keeps almost all
@@ -651,7 +652,10 @@ where
         T: AsRef<[u8]> + ?Sized,
         R: RangeBounds<T>,
     {
-        self.iter_bounds(owned(range.start_bound()), owned(range.end_bound()))
+        self.iter_bounds(
+            owned_bound(range.start_bound()),
+            owned_bound(range.end_bound()),
+        )
     }
 
     /// The entries whose keys start with `prefix`, in key order: a snapshot.
@@ -905,29 +909,12 @@ fn last_before<V: FrozenValue>(base: &FrozenLayer<V>, bound: Bound<&[u8]>) -> Op
     }
 }
 
-fn owned<T: AsRef<[u8]> + ?Sized>(bound: Bound<&T>) -> Bound<Vec<u8>> {
-    match bound {
-        Bound::Included(key) => Bound::Included(key.as_ref().to_vec()),
-        Bound::Excluded(key) => Bound::Excluded(key.as_ref().to_vec()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match bound {
         Bound::Included(key) => Bound::Included(key),
         Bound::Excluded(key) => Bound::Excluded(key),
         Bound::Unbounded => Bound::Unbounded,
     }
-}
-
-/// The smallest byte string greater than every string starting with
-/// `prefix`, or `None` if there is none (`prefix` is empty or all `0xFF`).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let last = prefix.iter().rposition(|&b| b != 0xFF)?;
-    let mut end = prefix[..=last].to_vec();
-    end[last] += 1;
-    Some(end)
 }
 
 impl<V: FrozenValue> Drop for HybridMap<V> {
@@ -1009,14 +996,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefix_successor_skips_trailing_ff() {
-        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_successor(b"a\xFF\xFF"), Some(b"b".to_vec()));
-        assert_eq!(prefix_successor(b"\xFF"), None);
-        assert_eq!(prefix_successor(b""), None);
-    }
 
     #[test]
     fn last_before_walks_back_by_ordinal() {
