@@ -338,3 +338,14 @@ fn very_long_keys() {
     }
     assert!(map.is_empty());
 }
+
+/// `FastArt<V>` and its iterators are `Send`/`Sync` when `V` is (checked at
+/// compile time).
+#[test]
+fn send_and_sync_follow_the_value_type() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<FastArt<u64>>();
+    send_sync::<FastArt<Vec<u8>>>();
+    send_sync::<memkv::art::Iter<'static, String>>();
+    send_sync::<memkv::art::IntoIter<String>>();
+}

@@ -18,9 +18,12 @@ impl Structure for FstMap {
                 .insert(key, value)
                 .map_err(|e| format!("fst build: {e}"))?;
         }
-        let bytes = builder
+        let mut bytes = builder
             .into_inner()
             .map_err(|e| format!("fst build: {e}"))?;
+        // The builder's buffer grew by doubling: a user keeps only the fst
+        // (as FrozenLayer does), so the row counts only its bytes.
+        bytes.shrink_to_fit();
         Map::new(bytes)
             .map(FstMap)
             .map_err(|e| format!("fst open: {e}"))

@@ -5,7 +5,7 @@
 //! a new cache line at nearly every level, and an ordered walk jumps across
 //! the whole arena for every key. Copying the tree depth-first puts each node
 //! next to its first child and all leaves in key order: on the Debian paths
-//! lookups get about 15% faster and ordered iteration about 4×, and the free
+//! ordered iteration gets about 4× faster and lookups 5–19%, and the free
 //! lists are gone. It costs one pass over the tree, with old and new copies
 //! alive together until it ends.
 
