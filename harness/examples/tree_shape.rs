@@ -35,8 +35,7 @@ fn main() -> std::io::Result<()> {
     // Inner nodes: (string depth, first key, one past the last key, parent depth).
     let mut nodes: Vec<(usize, usize, usize, usize)> = Vec::new();
     let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
-    for i in 1..=n {
-        let d = l[i];
+    for (i, &d) in l.iter().enumerate().skip(1) {
         let mut lo = i - 1;
         while stack.last().expect("root").0 > d {
             let (depth, start) = stack.pop().expect("node");
