@@ -9,29 +9,6 @@ use std::marker::PhantomData;
 
 use super::raw::{RawArt, RawIter};
 
-macro_rules! lending_methods {
-    ($value:ty, $deref:ident) => {
-        /// The next entry, its key borrowed from the iterator: no allocation.
-        #[inline]
-        pub fn next_entry(&mut self) -> Option<(&[u8], $value)> {
-            let leaf = self.raw.next(self.art)?;
-            // SAFETY: each leaf is returned once per iterator, and the tree is
-            // borrowed (shared or exclusive, matching the value type) for 'a.
-            let value = unsafe { $deref(self.art.leaf_value(leaf)) };
-            Some((self.raw.front_key(), value))
-        }
-
-        /// The next entry from the back, its key borrowed from the iterator.
-        #[inline]
-        pub fn next_back_entry(&mut self) -> Option<(&[u8], $value)> {
-            let leaf = self.raw.next_back(self.art)?;
-            // SAFETY: as in `next_entry`.
-            let value = unsafe { $deref(self.art.leaf_value(leaf)) };
-            Some((self.raw.back_key(), value))
-        }
-    };
-}
-
 /// # Safety
 /// `v` must point to a live value that outlives `'a` unchanged.
 #[inline(always)]
@@ -53,16 +30,15 @@ unsafe fn exclusive<'a, V>(v: *mut V) -> &'a mut V {
 /// [`FastArt::iter`](super::FastArt::iter).
 #[derive(Clone, Debug)]
 pub struct Iter<'a, V> {
-    art: &'a RawArt<V>,
-    raw: RawIter,
+    /// A `Range` over the whole map, plus the exact count it lacks.
+    all: Range<'a, V>,
     remaining: usize,
 }
 
 impl<'a, V> Iter<'a, V> {
     pub(crate) fn new(art: &'a RawArt<V>, raw: RawIter) -> Self {
         Iter {
-            art,
-            raw,
+            all: Range::new(art, raw),
             remaining: art.len(),
         }
     }
@@ -78,23 +54,17 @@ impl<'a, V> Iter<'a, V> {
     /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], &'a V)> {
-        let leaf = self.raw.next(self.art)?;
+        let entry = self.all.next_entry()?;
         self.remaining -= 1;
-        // SAFETY: a live value; the tree is borrowed for 'a.
-        Some((self.raw.front_key(), unsafe {
-            shared(self.art.leaf_value(leaf))
-        }))
+        Some(entry)
     }
 
     /// The next entry from the back, its key borrowed from the iterator.
     #[inline]
     pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a V)> {
-        let leaf = self.raw.next_back(self.art)?;
+        let entry = self.all.next_back_entry()?;
         self.remaining -= 1;
-        // SAFETY: a live value; the tree is borrowed for 'a.
-        Some((self.raw.back_key(), unsafe {
-            shared(self.art.leaf_value(leaf))
-        }))
+        Some(entry)
     }
 }
 
@@ -134,7 +104,23 @@ impl<'a, V> Range<'a, V> {
         Range { art, raw }
     }
 
-    lending_methods!(&'a V, shared);
+    /// The next entry, its key borrowed from the iterator: no allocation.
+    #[inline]
+    pub fn next_entry(&mut self) -> Option<(&[u8], &'a V)> {
+        let leaf = self.raw.next(self.art)?;
+        // SAFETY: a live value; the tree is borrowed (shared) for 'a.
+        let value = unsafe { shared(self.art.leaf_value(leaf)) };
+        Some((self.raw.front_key(), value))
+    }
+
+    /// The next entry from the back, its key borrowed from the iterator.
+    #[inline]
+    pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a V)> {
+        let leaf = self.raw.next_back(self.art)?;
+        // SAFETY: as in `next_entry`.
+        let value = unsafe { shared(self.art.leaf_value(leaf)) };
+        Some((self.raw.back_key(), value))
+    }
 }
 
 impl<'a, V> Iterator for Range<'a, V> {
