@@ -62,31 +62,45 @@ pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result
             .draw()
             .map_err(err)?;
 
-        // Labels go to the first of a few offsets that doesn't collide with
-        // a label already placed (approximate boxes, in pixels).
-        let mut placed: Vec<(i32, i32, i32)> = Vec::new();
+        // Labels go to the first of a few offsets, right of the point before
+        // left of it, that stays inside the plot and doesn't collide with a
+        // label already placed (approximate boxes, in pixels). Points are
+        // labelled from the top down, so close neighbours keep their order.
+        let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
+        let mut by_height = points.clone();
+        by_height.sort_by(|a, b| b.2.total_cmp(&a.2));
+        // Start with the points themselves, so that no label covers one.
+        let mut placed: Vec<(i32, i32, i32)> = points
+            .iter()
+            .map(|&(_, x, y)| {
+                let (px, py) = chart.backend_coord(&(x, y));
+                (px - 6, py - 8, 12)
+            })
+            .collect();
         let mut elements = Vec::new();
-        for &(name, x, y) in &points {
+        for &(name, x, y) in &by_height {
             let (px, py) = chart.backend_coord(&(x, y));
             let width = 8 * name.len() as i32;
             let offsets = [
                 (8, -18),
                 (8, 4),
-                (-8 - width, -18),
-                (-8 - width, 4),
                 (8, -34),
                 (8, 20),
+                (-8 - width, -18),
+                (-8 - width, 4),
             ];
-            let offset = offsets
-                .iter()
-                .copied()
-                .find(|&(dx, dy)| {
-                    let (lx, ly) = (px + dx, py + dy);
-                    placed.iter().all(|&(ox, oy, ow)| {
+            let fits = |&(dx, dy): &(i32, i32)| {
+                let (lx, ly) = (px + dx, py + dy);
+                let inside = plot_x.start <= lx
+                    && lx + width <= plot_x.end
+                    && plot_y.start <= ly
+                    && ly + 16 <= plot_y.end;
+                inside
+                    && placed.iter().all(|&(ox, oy, ow)| {
                         lx + width < ox || ox + ow < lx || (ly - oy).abs() >= 16
                     })
-                })
-                .unwrap_or(offsets[0]);
+            };
+            let offset = offsets.iter().copied().find(fits).unwrap_or(offsets[0]);
             placed.push((px + offset.0, py + offset.1, width));
             let color = if OURS.contains(&name) { RED } else { BLUE };
             elements.push(

@@ -61,6 +61,16 @@ pub(crate) struct Cli {
     #[arg(long)]
     pub(crate) list: bool,
 
+    /// Measure nothing: draw the --chart from the records of an earlier
+    /// --json (the footer names the machine it is drawn on).
+    #[arg(
+        long,
+        value_name = "JSON",
+        requires = "chart",
+        conflicts_with = "memtable"
+    )]
+    pub(crate) replot: Option<PathBuf>,
+
     /// Internal: measure one structure and print its record (the parent
     /// runs itself with this).
     #[arg(long, value_name = "STRUCTURE", hide = true)]

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -26,6 +26,12 @@ const STDERR_TAIL: usize = 6;
 
 /// Runs the parent.
 pub(crate) fn main(cli: &Cli) -> ExitCode {
+    if let (Some(json), Some(chart_path)) = (&cli.replot, &cli.chart) {
+        return match replot(json, chart_path) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(msg) => fail(&msg, 1),
+        };
+    }
     if cli.list {
         for e in REGISTRY.iter().filter(|e| !e.hidden) {
             let default = if e.default {
@@ -161,6 +167,21 @@ fn loading_bar(source: &Source) -> ProgressBar {
     ProgressBar::new(size).with_style(
         ProgressStyle::with_template("loading {bar:30} {binary_bytes}/{binary_total_bytes} {eta}")
             .expect("valid template"),
+    )
+}
+
+/// Draws a chart from the records an earlier run wrote with `--json`.
+fn replot(json: &PathBuf, chart_path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(json)
+        .map_err(|e| format!("cannot read {}: {e}", json.display()))?;
+    let records: Vec<Record> = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a --json output: {e}", json.display()))?;
+    let dataset = records.first().map_or("(empty)", |r| r.dataset.as_str());
+    chart::write(
+        chart_path,
+        dataset,
+        &Machine::detect().to_string(),
+        &records,
     )
 }
 
