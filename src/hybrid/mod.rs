@@ -318,6 +318,14 @@ enum Merged {
     Cancelled,
 }
 
+/// The fresh delta locked for one write, with the layers below it and what
+/// they hold for the key written (see [`Inner::lock_for_write`]).
+struct WriteLock<'a, V: FrozenValue> {
+    fresh: RwLockWriteGuard<'a, Delta<V>>,
+    layers: arc_swap::Guard<Arc<Layers<V>>>,
+    older: Option<V>,
+}
+
 impl<V: FrozenValue> Inner<V> {
     fn read_fresh(&self) -> RwLockReadGuard<'_, Delta<V>> {
         self.fresh.read().unwrap_or_else(PoisonError::into_inner)
@@ -325,6 +333,31 @@ impl<V: FrozenValue> Inner<V> {
 
     fn write_fresh(&self) -> RwLockWriteGuard<'_, Delta<V>> {
         self.fresh.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the fresh delta's write lock for a write to `key`, with the
+    /// layers and the key's value in them (the sealed deltas and the base).
+    /// That value is looked up before the lock is taken, since the base's fst
+    /// walk is the costly part, and again under it only if a merge sealed the
+    /// fresh delta in between (its entries then moved down into the layers).
+    fn lock_for_write(&self, key: &[u8]) -> WriteLock<'_, V>
+    where
+        V: Clone,
+    {
+        let seen = self.layers.load();
+        let older = seen.get(key);
+        let fresh = self.write_fresh();
+        let layers = self.layers.load();
+        let older = if layers.seals == seen.seals {
+            older
+        } else {
+            layers.get(key)
+        };
+        WriteLock {
+            fresh,
+            layers,
+            older,
+        }
     }
 
     fn record(&self) -> MutexGuard<'_, MergeRecord> {
@@ -541,17 +574,11 @@ where
     /// lookup in the base (done before the write lock is taken).
     pub fn insert(&self, key: impl AsRef<[u8]>, value: V) -> Option<V> {
         let key = key.as_ref();
-        let seen = self.inner.layers.load();
-        let older = seen.get(key);
-        let mut fresh = self.inner.write_fresh();
-        let layers = self.inner.layers.load();
-        let older = if layers.seals == seen.seals {
-            older
-        } else {
-            // A merge sealed the fresh delta meanwhile: its entries moved
-            // down into the layers we looked in. Rare; look again.
-            layers.get(key)
-        };
+        let WriteLock {
+            mut fresh,
+            layers,
+            older,
+        } = self.inner.lock_for_write(key);
         let old = match fresh.art.insert(key, Some(value)) {
             Some(Some(old)) => Some(old),
             Some(None) => {
@@ -578,15 +605,11 @@ where
     /// key from the fresh delta outright.
     pub fn remove(&self, key: impl AsRef<[u8]>) -> Option<V> {
         let key = key.as_ref();
-        let seen = self.inner.layers.load();
-        let older = seen.get(key);
-        let mut fresh = self.inner.write_fresh();
-        let layers = self.inner.layers.load();
-        let older = if layers.seals == seen.seals {
-            older
-        } else {
-            layers.get(key)
-        };
+        let WriteLock {
+            mut fresh,
+            layers,
+            older,
+        } = self.inner.lock_for_write(key);
         let delta = &mut *fresh;
         let old = match delta.art.get_mut(key) {
             // Only this delta has it: remove it outright.
