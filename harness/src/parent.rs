@@ -170,6 +170,22 @@ fn loading_bar(source: &Source) -> ProgressBar {
     )
 }
 
+/// Reads the record a child printed, checking that it speaks this
+/// harness's protocol (`protocol` reads the record's version field).
+pub(crate) fn parse_record<R: serde::de::DeserializeOwned>(
+    json: &str,
+    protocol: impl Fn(&R) -> u32,
+) -> Result<R, String> {
+    let record: R =
+        serde_json::from_str(json).map_err(|e| format!("unreadable record from the child: {e}"))?;
+    match protocol(&record) {
+        PROTOCOL => Ok(record),
+        other => Err(format!(
+            "child speaks protocol {other}, expected {PROTOCOL}"
+        )),
+    }
+}
+
 /// Draws a chart from the records an earlier run wrote with `--json`.
 fn replot(json: &PathBuf, chart_path: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(json)
@@ -238,15 +254,11 @@ impl ChildRun<'_> {
             bar: self.bar,
             timeout: self.timeout,
         };
-        match child.run() {
-            Ok(json) => match serde_json::from_str::<Record>(&json) {
-                Ok(r) if r.protocol == PROTOCOL => r,
-                Ok(r) => failed(format!(
-                    "child speaks protocol {}, expected {PROTOCOL}",
-                    r.protocol
-                )),
-                Err(e) => failed(format!("unreadable record from the child: {e}")),
-            },
+        match child
+            .run()
+            .and_then(|json| parse_record(&json, |r: &Record| r.protocol))
+        {
+            Ok(record) => record,
             Err(e) => failed(e),
         }
     }

@@ -24,7 +24,7 @@ use crate::cli::Cli;
 use crate::dataset::{self, LoadOptions, Source, SyntheticKind};
 use crate::machine::Machine;
 use crate::measure::phase;
-use crate::parent::Child;
+use crate::parent::{Child, parse_record};
 use crate::record::PROTOCOL;
 
 /// Entries per run when `--keys` is not given.
@@ -260,15 +260,11 @@ pub(crate) fn parent_main(cli: &Cli) -> ExitCode {
                     error: Some(error),
                     ..Default::default()
                 };
-                records.push(match child.run() {
-                    Ok(json) => match serde_json::from_str::<MemtableRecord>(&json) {
-                        Ok(r) if r.protocol == PROTOCOL => r,
-                        Ok(r) => failed(format!(
-                            "child speaks protocol {}, expected {PROTOCOL}",
-                            r.protocol
-                        )),
-                        Err(e) => failed(format!("unreadable record from the child: {e}")),
-                    },
+                let parsed = child
+                    .run()
+                    .and_then(|json| parse_record(&json, |r: &MemtableRecord| r.protocol));
+                records.push(match parsed {
+                    Ok(record) => record,
                     Err(e) => failed(e),
                 });
                 bar.inc(1);
