@@ -49,6 +49,14 @@ fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
+        29 => op_without_merges(),
+        2 => Just(Op::Freeze),
+        2 => Just(Op::Background),
+    ]
+}
+
+fn op_without_merges() -> impl Strategy<Value = Op> {
+    prop_oneof![
         10 => (key(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
         6 => key().prop_map(Op::Remove),
         4 => key().prop_map(Op::Get),
@@ -56,8 +64,6 @@ fn op() -> impl Strategy<Value = Op> {
         2 => key().prop_map(Op::Prefix),
         1 => Just(Op::Iterate),
         2 => Just(Op::Edges),
-        2 => Just(Op::Freeze),
-        2 => Just(Op::Background),
     ]
 }
 
@@ -175,6 +181,18 @@ proptest! {
     #[test]
     fn frequent_background_merges(ops in prop::collection::vec(op(), 0..80)) {
         run(HybridConfig::new().min_delta_keys(3).key_ratio(0.2), ops)?;
+    }
+
+    /// Long runs of writes with no merge: the fresh delta outgrows the key
+    /// filter it started with (sized for 64 keys here) and rebuilds it, more
+    /// than once; then one merge.
+    #[test]
+    fn a_delta_outgrows_its_filter(
+        ops in prop::collection::vec(op_without_merges(), 300..600),
+        more in prop::collection::vec(op(), 0..40),
+    ) {
+        let ops = ops.into_iter().chain([Op::Freeze]).chain(more).collect();
+        run(HybridConfig::new().manual().min_delta_keys(0), ops)?;
     }
 
     /// The policy merges inline, in the writing thread.

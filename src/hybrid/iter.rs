@@ -149,7 +149,7 @@ impl<V: FrozenValue + Clone> Source<V> {
         let complete = match &self.feed {
             Feed::Fixed => true,
             Feed::Delta(delta) => {
-                let mut entries = delta.art.range::<[u8], _>(bounds);
+                let mut entries = delta.art().range::<[u8], _>(bounds);
                 loop {
                     if batch.len() == want {
                         break false;

@@ -35,28 +35,102 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::filter::{KeyFilter, key_hash};
 use crate::{FastArt, FrozenLayer, FrozenValue};
 
 /// A delta: changes over the layers below it. `None` is a tombstone.
+///
+/// Invariant: every key in `art` has been added to `filter` since the filter
+/// was last built, so a key the filter rules out is not in `art`. Writes go
+/// through [`Delta::put`] and [`Delta::remove`], which keep it.
 pub(crate) struct Delta<V> {
-    pub(crate) art: FastArt<Option<V>>,
+    art: FastArt<Option<V>>,
+    filter: KeyFilter,
     /// How many of `art`'s entries are tombstones.
-    pub(crate) tombstones: usize,
+    tombstones: usize,
 }
 
 impl<V> Delta<V> {
-    pub(crate) fn new() -> Self {
+    /// An empty delta whose filter is sized for about `keys` keys (it grows
+    /// if more come).
+    pub(crate) fn with_capacity(keys: usize) -> Self {
         Delta {
             art: FastArt::new(),
+            filter: KeyFilter::with_capacity(keys),
             tombstones: 0,
         }
     }
 
-    /// What this layer says about `key`: `None` if it says nothing,
-    /// `Some(None)` if the key is removed, `Some(Some(v))` if it has `v`.
+    /// The entries: values and tombstones.
     #[inline]
-    pub(crate) fn lookup(&self, key: &[u8]) -> Option<&Option<V>> {
+    pub(crate) fn art(&self) -> &FastArt<Option<V>> {
+        &self.art
+    }
+
+    /// How many entries are tombstones.
+    #[inline]
+    pub(crate) fn tombstones(&self) -> usize {
+        self.tombstones
+    }
+
+    /// Heap bytes: the tree and the filter.
+    pub(crate) fn memory_usage(&self) -> usize {
+        self.art.memory_usage() + self.filter.memory_usage()
+    }
+
+    /// What this layer says about `key` (whose [`key_hash`] is `hash`):
+    /// `None` if it says nothing, `Some(None)` if the key is removed,
+    /// `Some(Some(v))` if it has `v`.
+    #[inline]
+    pub(crate) fn lookup(&self, key: &[u8], hash: u64) -> Option<&Option<V>> {
+        if !self.filter.may_contain(hash) {
+            return None;
+        }
         self.art.get(key)
+    }
+
+    /// Writes a value (`Some`) or a tombstone (`None`) for `key`; returns
+    /// the entry it replaced.
+    pub(crate) fn put(&mut self, key: &[u8], hash: u64, slot: Option<V>) -> Option<Option<V>> {
+        let tombstone = slot.is_none();
+        let old = self.art.insert(key, slot);
+        match old {
+            None => {
+                self.filter.add(hash);
+                if self.filter.is_full() {
+                    self.rebuild_filter();
+                }
+            }
+            Some(None) => self.tombstones -= 1,
+            Some(Some(_)) => {}
+        }
+        if tombstone {
+            self.tombstones += 1;
+        }
+        old
+    }
+
+    /// Removes `key`'s entry outright; returns it.
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Option<V>> {
+        // The filter keeps the key's bits: a false positive, never a miss.
+        let old = self.art.remove(key);
+        if let Some(None) = old {
+            self.tombstones -= 1;
+        }
+        old
+    }
+
+    /// Rebuilds the filter for twice the keys it holds now: the delta grew
+    /// past what its filter was sized for (merges falling behind, or a
+    /// manual policy).
+    #[cold]
+    fn rebuild_filter(&mut self) {
+        let mut filter = KeyFilter::with_capacity(2 * self.art.len());
+        let mut entries = self.art.iter();
+        while let Some((key, _)) = entries.next_entry() {
+            filter.add(key_hash(key));
+        }
+        self.filter = filter;
     }
 }
 
@@ -65,6 +139,7 @@ impl<V> fmt::Debug for Delta<V> {
         f.debug_struct("Delta")
             .field("entries", &self.art.len())
             .field("tombstones", &self.tombstones)
+            .field("filter", &self.filter)
             .finish()
     }
 }
@@ -90,25 +165,26 @@ impl<V: FrozenValue> Layers<V> {
         }
     }
 
-    /// The value of `key` in these layers.
+    /// The value of `key` (whose [`key_hash`] is `hash`) in these layers.
     #[inline]
-    pub(crate) fn get(&self, key: &[u8]) -> Option<V>
+    pub(crate) fn get(&self, key: &[u8], hash: u64) -> Option<V>
     where
         V: Clone,
     {
         for delta in &self.deltas {
-            if let Some(slot) = delta.lookup(key) {
+            if let Some(slot) = delta.lookup(key, hash) {
                 return slot.clone();
             }
         }
         self.base.get(key)
     }
 
-    /// Whether `key` has a value in these layers.
+    /// Whether `key` (whose [`key_hash`] is `hash`) has a value in these
+    /// layers.
     #[inline]
-    pub(crate) fn contains_key(&self, key: &[u8]) -> bool {
+    pub(crate) fn contains_key(&self, key: &[u8], hash: u64) -> bool {
         for delta in &self.deltas {
-            if let Some(slot) = delta.lookup(key) {
+            if let Some(slot) = delta.lookup(key, hash) {
                 return slot.is_some();
             }
         }
@@ -127,7 +203,7 @@ impl<V: FrozenValue> Layers<V> {
 
     /// Heap bytes of the sealed deltas.
     pub(crate) fn delta_bytes(&self) -> usize {
-        self.deltas.iter().map(|d| d.art.memory_usage()).sum()
+        self.deltas.iter().map(|d| d.memory_usage()).sum()
     }
 }
 

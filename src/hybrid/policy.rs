@@ -123,6 +123,22 @@ impl HybridConfig {
     /// Whether a fresh delta of `entries` entries and `bytes` heap bytes
     /// over a base of `base_keys` keys and `base_bytes` bytes should be
     /// merged.
+    /// About how many entries a fresh delta over a base of `base_keys` keys
+    /// will take before the key policy merges it, plus a quarter for the
+    /// writes that arrive while that merge runs: what its key filter is
+    /// sized for. Capped at 4 Mi keys (6 MiB of filter); a delta that
+    /// outgrows its filter rebuilds it larger.
+    pub(crate) fn delta_keys_hint(&self, base_keys: usize) -> usize {
+        let by_ratio = self.key_ratio * base_keys as f64;
+        let by_ratio = if by_ratio.is_finite() {
+            by_ratio as usize
+        } else {
+            0
+        };
+        let keys = by_ratio.max(self.min_delta_keys);
+        keys.saturating_add(keys / 4).min(1 << 22)
+    }
+
     #[inline]
     pub(crate) fn wants_merge(
         &self,
