@@ -177,6 +177,16 @@ impl Keys {
         self.offsets.push(self.bytes.len());
     }
 
+    /// The keys at `order`'s indices, laid out in that order.
+    pub(crate) fn gather(&self, order: &[u32]) -> Keys {
+        let mut out = Keys::with_capacity(self.total_bytes());
+        out.offsets.reserve(order.len());
+        for &i in order {
+            out.push(self.get(i as usize));
+        }
+        out
+    }
+
     /// Key `i`.
     #[inline]
     pub(crate) fn get(&self, i: usize) -> &[u8] {

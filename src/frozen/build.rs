@@ -7,23 +7,26 @@ use std::marker::PhantomData;
 use super::FrozenLayer;
 use super::column::{FrozenValue, ValueColumn};
 use super::format::{self, Check, ChecksumWriter, Storage};
+use super::fst_builder::{FstBuilder, KeyError};
 use crate::{Error, Result};
 
 /// Builds a [`FrozenLayer`] from keys given in strictly increasing byte
 /// order, streaming.
 ///
-/// The builder writes the fst as keys arrive and keeps only what the output
-/// needs: the fst written so far (for [`memory`](Self::memory) builders; none
-/// for writer builders), the value column, and the fst crate's bounded
-/// working state (the path of the last key and a fixed-size cache of recent
-/// nodes). It never holds the keys themselves, so building from a sorted file
-/// of 7.3 million paths needs memory for the finished layer only.
+/// The builder compiles the fst as keys arrive and keeps only what the
+/// output needs: the fst compiled so far, the value column, the path of the
+/// last key, and a cache of compiled nodes (a quarter of the fst's size, at
+/// most 16 MiB) through which repeated suffixes are stored once. It never
+/// holds the keys themselves, so building from a sorted file of 7.3 million
+/// paths needs memory for the finished layer (and that cache) only.
 ///
 /// Errors carry the offending data: a key smaller than the previous one is
 /// [`Error::OutOfOrder`], a repeated key [`Error::DuplicateKey`]. Such a key
 /// is rejected and the builder is unchanged, so it may go on with the next
 /// key. A write error on the output ([`Error::Io`]) leaves the builder
 /// unusable: every later call fails, and nothing half-built is returned.
+/// (A writer builder writes its header at once and the rest when
+/// [`finish`](Self::finish)ing, so that is where write errors show.)
 ///
 /// ```
 /// use memkv::FrozenLayerBuilder;
@@ -38,16 +41,13 @@ use crate::{Error, Result};
 /// # Ok::<(), memkv::Error>(())
 /// ```
 ///
-/// To build straight into a file without holding the fst in memory, give
-/// [`new`](Self::new) a writer (buffered: the fst crate writes in small
-/// pieces) and [`open`](FrozenLayer::open) the result once
-/// [`finish`](Self::finish)ed.
+/// To build into a file, give [`new`](Self::new) a writer and
+/// [`open`](FrozenLayer::open) the result once [`finish`](Self::finish)ed.
 pub struct FrozenLayerBuilder<V: FrozenValue, W = Vec<u8>> {
-    fst: fst::raw::Builder<ChecksumWriter<W>>,
+    fst: FstBuilder,
+    out: ChecksumWriter<W>,
     column: <V::Column as ValueColumn>::Builder,
     len: u64,
-    /// Set by a write error, after which the output is in an unknown state.
-    failed: bool,
     value: PhantomData<fn(V)>,
 }
 
@@ -82,12 +82,11 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
         };
         let mut out = ChecksumWriter::new(writer);
         format::write_header(&mut out, V::TYPE_NAME).map_err(write_error)?;
-        let fst = fst::raw::Builder::new(out).map_err(fst_error)?;
         Ok(FrozenLayerBuilder {
-            fst,
+            fst: FstBuilder::new(),
+            out,
             column: Default::default(),
             len: 0,
-            failed: false,
             value: PhantomData,
         })
     }
@@ -105,14 +104,12 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
         key: &[u8],
         value: <V::Column as ValueColumn>::Encoded<'_>,
     ) -> Result<()> {
-        self.check_usable()?;
         // The fst maps each key to its ordinal; the value goes to the column
         // at that ordinal, only once the fst has accepted the key.
-        if let Err(err) = self.fst.insert(key, self.len) {
-            let err = fst_error(err);
-            self.failed = matches!(err, Error::Io { .. });
-            return Err(err);
-        }
+        self.fst.insert(key, self.len).map_err(|err| match err {
+            KeyError::OutOfOrder { previous, got } => Error::OutOfOrder { previous, got },
+            KeyError::Duplicate { got } => Error::DuplicateKey { key: got },
+        })?;
         V::Column::push(&mut self.column, value);
         self.len += 1;
         Ok(())
@@ -128,40 +125,31 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
         self.len == 0
     }
 
-    /// Bytes written to the output so far (the header and fst; the values
-    /// follow when finishing).
+    /// Bytes of layer so far: the header and the fst compiled so far (the
+    /// values follow when finishing).
     pub fn bytes_written(&self) -> u64 {
-        self.fst.get_ref().written()
+        (format::HEADER_LEN + self.fst.bytes_written()) as u64
     }
 
-    /// Heap bytes held by the value column being built. (For a
-    /// [`memory`](Self::memory) builder the fst bytes come on top:
-    /// [`bytes_written`](Self::bytes_written), give or take the buffer's
-    /// unused capacity.)
-    pub fn column_memory_usage(&self) -> usize {
-        V::Column::builder_heap_bytes(&self.column)
+    /// Heap bytes held by the builder: the fst compiled so far with its
+    /// cache of nodes, and the value column. (A [`memory`](Self::memory)
+    /// builder's header comes on top.)
+    pub fn memory_usage(&self) -> usize {
+        self.fst.memory_usage() + V::Column::builder_heap_bytes(&self.column)
     }
 
     /// Writes the value column and trailer, flushes, and returns the writer,
     /// which now holds a complete layer file.
     pub fn finish(self) -> Result<W> {
-        self.check_usable()?;
-        let mut out = self.fst.into_inner().map_err(fst_error)?;
-        let fst_len = out.written() - format::HEADER_LEN as u64;
+        let mut out = self.out;
+        let fst = self.fst.finish();
+        out.write_all(&fst).map_err(write_error)?;
+        let fst_len = fst.len() as u64;
+        drop(fst);
         let column_len = V::Column::write_column(self.column, &mut out).map_err(write_error)?;
         format::write_trailer(&mut out, self.len, fst_len, column_len).map_err(write_error)?;
         out.flush().map_err(write_error)?;
         Ok(out.into_inner())
-    }
-
-    fn check_usable(&self) -> Result<()> {
-        if self.failed {
-            return Err(Error::Io {
-                context: "frozen layer builder".to_owned(),
-                source: io::Error::other("an earlier write failed; the output is incomplete"),
-            });
-        }
-        Ok(())
     }
 }
 
@@ -170,7 +158,6 @@ impl<V: FrozenValue, W> fmt::Debug for FrozenLayerBuilder<V, W> {
         f.debug_struct("FrozenLayerBuilder")
             .field("value_type", &V::TYPE_NAME)
             .field("len", &self.len)
-            .field("failed", &self.failed)
             .finish_non_exhaustive()
     }
 }
@@ -182,23 +169,12 @@ fn write_error(source: io::Error) -> Error {
     }
 }
 
-/// Turns the fst crate's errors into ours, keeping the offending keys.
-pub(crate) fn fst_error(err: fst::Error) -> Error {
-    match err {
-        fst::Error::Fst(fst::raw::Error::OutOfOrder { previous, got }) => {
-            Error::OutOfOrder { previous, got }
-        }
-        fst::Error::Fst(fst::raw::Error::DuplicateKey { got }) => Error::DuplicateKey { key: got },
-        fst::Error::Io(source) => write_error(source),
-        other => Error::Fst(other),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// Accepts `budget` bytes, then fails every write.
+    #[derive(Debug)]
     struct FailingWriter {
         budget: usize,
     }
@@ -218,24 +194,17 @@ mod tests {
     }
 
     #[test]
-    fn a_write_error_poisons_the_builder() {
-        // Enough for the header and fst header, then fails while keys are
-        // compiled into nodes.
+    fn a_write_error_in_the_fst_is_reported() {
+        // Enough for the header and part of the fst.
         let mut builder = FrozenLayerBuilder::<u64, _>::new(FailingWriter { budget: 60 }).unwrap();
-        let mut failed = None;
         for i in 0..10_000u64 {
-            if let Err(err) = builder.insert(format!("key{i:06}"), i) {
-                failed = Some(err);
-                break;
-            }
+            builder.insert(format!("key{i:06}"), i).unwrap();
         }
-        let err = failed.expect("the writer fails long before 10,000 keys");
+        let err = builder.finish().unwrap_err();
         assert!(
             matches!(&err, Error::Io { source, .. } if source.to_string() == "disk full"),
             "{err}"
         );
-        assert!(matches!(builder.insert("zzz", 1), Err(Error::Io { .. })));
-        assert!(matches!(builder.finish(), Err(Error::Io { .. })));
     }
 
     #[test]

@@ -81,11 +81,10 @@ pub(crate) fn write_trailer<W: Write>(
     out.write_all(&checksum.to_le_bytes())
 }
 
-/// A writer that checksums and counts what passes through it.
+/// A writer that checksums what passes through it.
 pub(crate) struct ChecksumWriter<W> {
     inner: W,
     hasher: crc32fast::Hasher,
-    written: u64,
 }
 
 impl<W: Write> ChecksumWriter<W> {
@@ -93,18 +92,12 @@ impl<W: Write> ChecksumWriter<W> {
         ChecksumWriter {
             inner,
             hasher: crc32fast::Hasher::new(),
-            written: 0,
         }
     }
 
     /// The CRC-32 of everything written so far.
     pub(crate) fn checksum(&self) -> u32 {
         self.hasher.clone().finalize()
-    }
-
-    /// Bytes written so far.
-    pub(crate) fn written(&self) -> u64 {
-        self.written
     }
 
     pub(crate) fn into_inner(self) -> W {
@@ -116,7 +109,6 @@ impl<W: Write> Write for ChecksumWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
         self.hasher.update(&buf[..n]);
-        self.written += n as u64;
         Ok(n)
     }
 

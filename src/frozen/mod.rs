@@ -101,6 +101,7 @@
 mod build;
 mod column;
 mod format;
+mod fst_builder;
 mod iter;
 mod packed;
 

@@ -88,7 +88,7 @@ fn stream<V: FrozenValue + Clone>(
             // The output buffer grows by doubling: its capacity is between
             // what was written and twice that; the written bytes are the
             // honest lower bound.
-            let bytes = builder.bytes_written() as usize + builder.column_memory_usage();
+            let bytes = builder.memory_usage();
             building.store(bytes, Ordering::Relaxed);
         }
     }

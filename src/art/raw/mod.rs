@@ -98,7 +98,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 
 /// A hint to load the cache line at `p`.
 #[inline(always)]
-fn prefetch(p: *const u8) {
+pub(crate) fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is only a
     // hint: it never faults, whatever the address.
