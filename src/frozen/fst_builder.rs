@@ -49,18 +49,15 @@
 //! bytes (0: not common, the byte follows), a table the fst crate keeps
 //! private: [`common_codes`] reads it back from fst's own builder.
 
-use std::sync::OnceLock;
-
+use super::fst_node::{
+    CommonCodes, EMPTY_ADDRESS, NodeView, TRANS_INDEX_THRESHOLD, Transition, common_codes,
+};
 use crate::art::raw::prefetch;
 
 /// The fst crate's format version that this writes.
 const VERSION: u64 = 3;
-/// The empty final node: no bytes, and no transitions.
-const EMPTY_ADDRESS: u64 = 0;
 /// "No node yet": never a real address (the header occupies it).
 const NONE_ADDRESS: u64 = 1;
-/// More transitions than this get a 256-byte index (fst format version ≥ 2).
-const TRANS_INDEX_THRESHOLD: usize = 32;
 /// Cache buckets (4 entries of 16 bytes each, one cache line) to start
 /// with, and at most: the cache doubles while the fst grows, keeping one
 /// bucket per 256 bytes written, up to 16 MiB. (Debian paths, whole layer:
@@ -76,15 +73,7 @@ pub(crate) enum KeyError {
     Duplicate { got: Vec<u8> },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Transition {
-    input: u8,
-    output: u64,
-    addr: u64,
-}
-
-/// A node being assembled: the compile input, and the decode output when
-/// comparing with a cached node.
+/// A node being assembled.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct NodeSpec {
     is_final: bool,
@@ -165,8 +154,6 @@ struct Output {
     /// prefetched, to be added by [`flush`](Self::flush): a chain of new
     /// nodes then waits for one cache miss, not one per node.
     pending: Vec<(usize, u64, u64)>,
-    /// Scratch for decoding a cached node.
-    decoded: NodeSpec,
     /// Bits of the node hash used: all but in tests, which weaken the hash
     /// so that equal hashes of unequal nodes are common and the decoding
     /// comparison must tell them apart.
@@ -197,7 +184,6 @@ impl FstBuilder {
                 last_addr: NONE_ADDRESS,
                 registry: vec![Bucket::default(); MIN_BUCKETS],
                 pending: Vec::new(),
-                decoded: NodeSpec::default(),
                 hash_mask: u64::MAX,
                 codes: common_codes(),
             },
@@ -413,12 +399,13 @@ impl Output {
 
     /// Whether the node at `addr` (written by [`write`](Self::write)) is
     /// `node`.
-    fn equals(&mut self, addr: u64, node: &NodeSpec) -> bool {
-        let mut decoded = std::mem::take(&mut self.decoded);
-        decode(&self.buf, addr as usize, self.codes, &mut decoded);
-        let equal = decoded == *node;
-        self.decoded = decoded;
-        equal
+    fn equals(&self, addr: u64, node: &NodeSpec) -> bool {
+        let cached = NodeView::new(&self.buf, addr, self.codes);
+        cached.is_final == node.is_final
+            && cached.final_output == node.final_output
+            && cached.len == node.transitions.len()
+            && (node.transitions.iter().enumerate())
+                .all(|(i, t)| cached.transition(&self.buf, i) == *t)
     }
 
     fn write(&mut self, node: &NodeSpec) -> u64 {
@@ -496,83 +483,11 @@ impl Output {
     }
 }
 
-/// Reads the node whose last byte is at `addr` into `node`.
-fn decode(buf: &[u8], addr: usize, codes: &CommonCodes, node: &mut NodeSpec) {
-    let state = buf[addr];
-    let input_at = |code: u8, at: usize| -> (u8, usize) {
-        match codes.input_of(code) {
-            Some(input) => (input, 0),
-            None => (buf[at], 1),
-        }
-    };
-    match state >> 6 {
-        0b11 => {
-            let (input, len) = input_at(state & 0b11_1111, addr - 1);
-            let start = addr - len;
-            node.reset(false);
-            node.transitions.push(Transition {
-                input,
-                output: 0,
-                addr: start as u64 - 1,
-            });
-        }
-        0b10 => {
-            let (input, len) = input_at(state & 0b11_1111, addr - 1);
-            let sizes = buf[addr - len - 1];
-            let (tsize, osize) = (usize::from(sizes >> 4), usize::from(sizes & 0xF));
-            let delta_at = addr - len - 1 - tsize;
-            let output_at = delta_at - osize;
-            node.reset(false);
-            node.transitions.push(Transition {
-                input,
-                output: unpack_uint(&buf[output_at..], osize),
-                addr: undelta(output_at, unpack_uint(&buf[delta_at..], tsize)),
-            });
-        }
-        _ => {
-            let (n, nlen) = match state & 0b11_1111 {
-                0 => match buf[addr - 1] {
-                    1 => (256, 1),
-                    n => (usize::from(n), 1),
-                },
-                n => (usize::from(n), 0),
-            };
-            let sizes = buf[addr - nlen - 1];
-            let (tsize, osize) = (usize::from(sizes >> 4), usize::from(sizes & 0xF));
-            let index = if n > TRANS_INDEX_THRESHOLD { 256 } else { 0 };
-            let inputs_at = addr - nlen - 1 - index - n;
-            let deltas_at = inputs_at - n * tsize;
-            let outputs_at = deltas_at - n * osize;
-            let is_final = state & 0b0100_0000 != 0;
-            let final_len = if is_final { osize } else { 0 };
-            let start = outputs_at - final_len;
-            node.reset(is_final);
-            node.final_output = unpack_uint(&buf[start..], final_len);
-            for i in 0..n {
-                let back = n - 1 - i;
-                node.transitions.push(Transition {
-                    input: buf[inputs_at + back],
-                    output: unpack_uint(&buf[outputs_at + back * osize..], osize),
-                    addr: undelta(start, unpack_uint(&buf[deltas_at + back * tsize..], tsize)),
-                });
-            }
-        }
-    }
-}
-
 fn delta(node_start: u64, target: u64) -> u64 {
     if target == EMPTY_ADDRESS {
         EMPTY_ADDRESS
     } else {
         node_start - target
-    }
-}
-
-fn undelta(node_start: usize, delta: u64) -> u64 {
-    if delta == EMPTY_ADDRESS {
-        EMPTY_ADDRESS
-    } else {
-        node_start as u64 - delta
     }
 }
 
@@ -583,56 +498,6 @@ fn pack_size(n: u64) -> u8 {
 
 fn pack_uint(buf: &mut Vec<u8>, n: u64, size: u8) {
     buf.extend_from_slice(&n.to_le_bytes()[..usize::from(size)]);
-}
-
-fn unpack_uint(bytes: &[u8], size: usize) -> u64 {
-    let mut le = [0u8; 8];
-    le[..size].copy_from_slice(&bytes[..size]);
-    u64::from_le_bytes(le)
-}
-
-/// The fst format's codes for common input bytes.
-struct CommonCodes {
-    /// `code[byte]`: 1..=63, or 0 if the byte has no code.
-    code: [u8; 256],
-    /// `input[code - 1]` for codes 1..=63.
-    input: [u8; 63],
-}
-
-impl CommonCodes {
-    fn input_of(&self, code: u8) -> Option<u8> {
-        (code != 0).then(|| self.input[usize::from(code - 1)])
-    }
-}
-
-/// The code table, read once from the fst crate's own output: the fst of the
-/// single key `[b]` is a one-transition root whose state byte holds `b`'s
-/// code.
-fn common_codes() -> &'static CommonCodes {
-    static CODES: OnceLock<CommonCodes> = OnceLock::new();
-    CODES.get_or_init(|| {
-        let mut codes = CommonCodes {
-            code: [0; 256],
-            input: [0; 63],
-        };
-        for byte in 0..=255u8 {
-            let mut builder = fst::raw::Builder::memory();
-            builder
-                .add([byte])
-                .expect("a single key in memory always builds");
-            let bytes = builder.into_inner().expect("writing to a Vec cannot fail");
-            let footer = bytes.len() - 4 - 8;
-            let root = u64::from_le_bytes(bytes[footer..footer + 8].try_into().unwrap());
-            let state = bytes[root as usize];
-            assert_eq!(state >> 6, 0b10, "the fst crate's format changed");
-            let code = state & 0b11_1111;
-            codes.code[usize::from(byte)] = code;
-            if code != 0 {
-                codes.input[usize::from(code - 1)] = byte;
-            }
-        }
-        codes
-    })
 }
 
 #[cfg(test)]
@@ -674,15 +539,6 @@ mod tests {
             seen.push((key.to_vec(), value));
         }
         assert_eq!(seen, entries);
-    }
-
-    #[test]
-    fn codes_cover_63_bytes() {
-        let codes = common_codes();
-        assert_eq!(codes.code.iter().filter(|&&c| c != 0).count(), 63);
-        for (i, &input) in codes.input.iter().enumerate() {
-            assert_eq!(usize::from(codes.code[usize::from(input)]), i + 1);
-        }
     }
 
     #[test]

@@ -102,6 +102,7 @@ mod build;
 mod column;
 mod format;
 mod fst_builder;
+mod fst_node;
 mod iter;
 mod packed;
 
@@ -390,7 +391,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// All entries in key order; see [`Iter`] for the allocating and the
     /// lending way to consume them.
     pub fn iter(&self) -> Iter<'_, V> {
-        Iter::new(self.fst.stream(), self)
+        Iter::walk(self.fst.as_bytes(), self.fst.root().addr() as u64, self)
     }
 
     /// The entries whose keys lie in `range`, in key order. A range whose

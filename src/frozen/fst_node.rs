@@ -1,0 +1,276 @@
+//! Reading the nodes of an fst (the fst crate's format, version 3; see
+//! [`fst_builder`](super::fst_builder) for the layout), for the builder's
+//! node cache and for [`Walker`](super::iter::Walker)'s fast ordered walk.
+//!
+//! Every read is a checked slice index: a malformed fst (which the layer's
+//! checksum keeps out) can make these panic, never read out of bounds.
+
+use std::sync::OnceLock;
+
+/// The empty final node: no bytes, and no transitions.
+pub(super) const EMPTY_ADDRESS: u64 = 0;
+/// More transitions than this get a 256-byte index (fst format version ≥ 2).
+pub(super) const TRANS_INDEX_THRESHOLD: usize = 32;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Transition {
+    pub(super) input: u8,
+    pub(super) output: u64,
+    pub(super) addr: u64,
+}
+
+/// A node's header, decoded once; its transitions are read by index.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct NodeView {
+    pub(super) is_final: bool,
+    pub(super) final_output: u64,
+    pub(super) len: usize,
+    /// A one-transition node's transition, decoded with the header.
+    single: Transition,
+    /// Where a many-transition node's fields start (see `fst_builder`).
+    first_byte: usize,
+    inputs_at: usize,
+    deltas_at: usize,
+    outputs_at: usize,
+    tsize: u8,
+    osize: u8,
+}
+
+/// The transition of the node at `addr` if it is a non-final node with one
+/// transition (most nodes are), without decoding a whole [`NodeView`].
+#[inline(always)]
+pub(super) fn single_transition(data: &[u8], addr: u64, codes: &CommonCodes) -> Option<Transition> {
+    if addr == EMPTY_ADDRESS {
+        return None;
+    }
+    let addr = addr as usize;
+    let state = data[addr];
+    let input = |code: u8| match codes.input_of(code) {
+        Some(input) => (input, 0),
+        None => (data[addr - 1], 1),
+    };
+    match state >> 6 {
+        0b11 => {
+            let (input, len) = input(state & 0b11_1111);
+            Some(Transition {
+                input,
+                output: 0,
+                addr: (addr - len - 1) as u64,
+            })
+        }
+        0b10 => {
+            let (input, len) = input(state & 0b11_1111);
+            let sizes = data[addr - len - 1];
+            let (tsize, osize) = (usize::from(sizes >> 4), usize::from(sizes & 0xF));
+            let delta_at = addr - len - 1 - tsize;
+            let output_at = delta_at - osize;
+            Some(Transition {
+                input,
+                output: unpack_uint(data, output_at, osize),
+                addr: undelta(output_at, unpack_uint(data, delta_at, tsize)),
+            })
+        }
+        _ => None,
+    }
+}
+
+impl NodeView {
+    /// The node whose last byte is at `addr` in `data` (the whole fst).
+    #[inline]
+    pub(super) fn new(data: &[u8], addr: u64, codes: &CommonCodes) -> NodeView {
+        let mut node = NodeView {
+            is_final: false,
+            final_output: 0,
+            len: 1,
+            single: Transition::default(),
+            first_byte: 0,
+            inputs_at: 0,
+            deltas_at: 0,
+            outputs_at: 0,
+            tsize: 0,
+            osize: 0,
+        };
+        if addr == EMPTY_ADDRESS {
+            node.is_final = true;
+            node.len = 0;
+            return node;
+        }
+        if let Some(single) = single_transition(data, addr, codes) {
+            node.single = single;
+            return node;
+        }
+        let addr = addr as usize;
+        let state = data[addr];
+        // Any number of transitions, or final.
+        let (len, count_len) = match state & 0b11_1111 {
+            0 => match data[addr - 1] {
+                1 => (256, 1),
+                n => (usize::from(n), 1),
+            },
+            n => (usize::from(n), 0),
+        };
+        let sizes = data[addr - count_len - 1];
+        let (tsize, osize) = (usize::from(sizes >> 4), usize::from(sizes & 0xF));
+        let index = if len > TRANS_INDEX_THRESHOLD { 256 } else { 0 };
+        node.len = len;
+        node.is_final = state & 0b0100_0000 != 0;
+        node.inputs_at = addr - count_len - 1 - index - len;
+        node.deltas_at = node.inputs_at - len * tsize;
+        node.outputs_at = node.deltas_at - len * osize;
+        let final_len = if node.is_final { osize } else { 0 };
+        node.first_byte = node.outputs_at - final_len;
+        node.final_output = unpack_uint(data, node.first_byte, final_len);
+        node.tsize = tsize as u8;
+        node.osize = osize as u8;
+        if len == 1 {
+            node.single = node.read(data, 0);
+        }
+        node
+    }
+
+    /// Transition `i` (in increasing input order), `i < len`.
+    #[inline]
+    pub(super) fn transition(&self, data: &[u8], i: usize) -> Transition {
+        if self.len == 1 {
+            self.single
+        } else {
+            self.read(data, i)
+        }
+    }
+
+    fn read(&self, data: &[u8], i: usize) -> Transition {
+        // Fields are stored last transition first.
+        let back = self.len - 1 - i;
+        let (tsize, osize) = (usize::from(self.tsize), usize::from(self.osize));
+        Transition {
+            input: data[self.inputs_at + back],
+            output: unpack_uint(data, self.outputs_at + back * osize, osize),
+            addr: undelta(
+                self.first_byte,
+                unpack_uint(data, self.deltas_at + back * tsize, tsize),
+            ),
+        }
+    }
+}
+
+fn undelta(first_byte: usize, delta: u64) -> u64 {
+    if delta == EMPTY_ADDRESS {
+        EMPTY_ADDRESS
+    } else {
+        first_byte as u64 - delta
+    }
+}
+
+/// The little-endian integer of `size` (0 to 8) bytes at `at`.
+#[inline]
+fn unpack_uint(data: &[u8], at: usize, size: usize) -> u64 {
+    debug_assert!(size <= 8);
+    // One 8-byte load, masked: the fst's 20-byte footer follows every node,
+    // so inside a well-formed fst the 8 bytes are always there.
+    if let Some(word) = data.get(at..at + 8) {
+        let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        return if size == 0 {
+            0
+        } else {
+            word & (u64::MAX >> (64 - 8 * size))
+        };
+    }
+    let mut le = [0u8; 8];
+    le[..size].copy_from_slice(&data[at..at + size]);
+    u64::from_le_bytes(le)
+}
+
+/// The fst format's codes for common input bytes.
+pub(super) struct CommonCodes {
+    /// `code[byte]`: 1..=63, or 0 if the byte has no code.
+    pub(super) code: [u8; 256],
+    /// `input[code - 1]` for codes 1..=63.
+    input: [u8; 63],
+}
+
+impl CommonCodes {
+    #[inline]
+    fn input_of(&self, code: u8) -> Option<u8> {
+        (code != 0).then(|| self.input[usize::from(code - 1)])
+    }
+}
+
+/// The code table, read once from the fst crate's own output: the fst of the
+/// single key `[b]` is a one-transition root whose state byte holds `b`'s
+/// code. (The crate keeps its table private; this keeps us in step with it.)
+pub(super) fn common_codes() -> &'static CommonCodes {
+    static CODES: OnceLock<CommonCodes> = OnceLock::new();
+    CODES.get_or_init(|| {
+        let mut codes = CommonCodes {
+            code: [0; 256],
+            input: [0; 63],
+        };
+        for byte in 0..=255u8 {
+            let mut builder = fst::raw::Builder::memory();
+            builder
+                .add([byte])
+                .expect("a single key in memory always builds");
+            let bytes = builder.into_inner().expect("writing to a Vec cannot fail");
+            let fst = fst::raw::Fst::new(bytes).expect("the fst crate reads its own output");
+            let state = fst.as_bytes()[fst.root().addr()];
+            assert_eq!(state >> 6, 0b10, "the fst crate's format changed");
+            let code = state & 0b11_1111;
+            codes.code[usize::from(byte)] = code;
+            if code != 0 {
+                codes.input[usize::from(code - 1)] = byte;
+            }
+        }
+        codes
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_cover_63_bytes() {
+        let codes = common_codes();
+        assert_eq!(codes.code.iter().filter(|&&c| c != 0).count(), 63);
+        for (i, &input) in codes.input.iter().enumerate() {
+            assert_eq!(usize::from(codes.code[usize::from(input)]), i + 1);
+            assert_eq!(codes.input_of(i as u8 + 1), Some(input));
+        }
+        assert_eq!(codes.input_of(0), None);
+    }
+
+    /// Every node the fst crate's own builder writes reads back as the fst
+    /// crate reads it.
+    #[test]
+    fn nodes_read_as_the_fst_crate_reads_them() {
+        let mut keys: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b, b'x']).collect();
+        keys.extend((0..70u8).map(|b| vec![b'q', b, 0xFF]));
+        keys.extend((0..5u8).map(|b| vec![b'q', 0xF0, b]));
+        keys.sort();
+        let mut builder = fst::raw::Builder::memory();
+        for (i, key) in keys.iter().enumerate() {
+            builder.insert(key, (i as u64) << (i % 60)).unwrap();
+        }
+        let fst = fst::raw::Fst::new(builder.into_inner().unwrap()).unwrap();
+        let data = fst.as_bytes();
+        let mut todo = vec![fst.root().addr()];
+        let mut seen = 0;
+        while let Some(addr) = todo.pop() {
+            let theirs = fst.node(addr);
+            let ours = NodeView::new(data, addr as u64, common_codes());
+            assert_eq!(ours.is_final, theirs.is_final());
+            assert_eq!(ours.final_output, theirs.final_output().value());
+            assert_eq!(ours.len, theirs.len());
+            for (i, t) in theirs.transitions().enumerate() {
+                let mine = ours.transition(data, i);
+                assert_eq!(
+                    (mine.input, mine.output, mine.addr as usize),
+                    (t.inp, t.out.value(), t.addr)
+                );
+                todo.push(t.addr);
+            }
+            seen += 1;
+        }
+        assert!(seen > 300);
+    }
+}
