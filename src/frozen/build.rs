@@ -45,23 +45,49 @@ use crate::{Error, Result};
 /// [`open`](FrozenLayer::open) the result once [`finish`](Self::finish)ed.
 pub struct FrozenLayerBuilder<V: FrozenValue, W = Vec<u8>> {
     fst: FstBuilder,
-    out: ChecksumWriter<W>,
+    sink: Sink<W>,
     column: <V::Column as ValueColumn>::Builder,
     len: u64,
     value: PhantomData<fn(V)>,
+}
+
+/// Where a builder's layer goes.
+enum Sink<W> {
+    /// A writer that has the header; the rest follows when finishing.
+    Writer(ChecksumWriter<W>),
+    /// Memory: the header is the prefix of the fst's buffer, so the whole
+    /// layer is built in that one buffer (no copy of the fst at the end);
+    /// the function hands it out as `W`, which is `Vec<u8>`.
+    Buffer(fn(Vec<u8>) -> W),
 }
 
 impl<V: FrozenValue> FrozenLayerBuilder<V, Vec<u8>> {
     /// A builder whose layer is built in memory; get it with
     /// [`into_layer`](Self::into_layer).
     pub fn memory() -> Self {
-        FrozenLayerBuilder::new(Vec::new()).expect("writing to a Vec cannot fail")
+        Self::memory_with_capacity(0)
+    }
+
+    /// A [`memory`](Self::memory) builder whose buffer starts with room for
+    /// `bytes` of layer, so that a good estimate saves the copies (and the
+    /// doubled capacity) of a growing buffer.
+    pub(crate) fn memory_with_capacity(bytes: usize) -> Self {
+        let mut header = Vec::with_capacity(bytes.max(format::HEADER_LEN));
+        format::write_header(&mut header, Self::type_name()).expect("writing to a Vec cannot fail");
+        FrozenLayerBuilder {
+            fst: FstBuilder::new(header),
+            sink: Sink::Buffer(|layer| layer),
+            column: Default::default(),
+            len: 0,
+            value: PhantomData,
+        }
     }
 
     /// Finishes the layer and returns it, ready for queries.
     pub fn into_layer(self) -> Result<FrozenLayer<V>> {
         let mut bytes = self.finish()?;
         // Growth by doubling may have left up to half the buffer unused.
+        // (jemalloc shrinks a large allocation in place, without a copy.)
         bytes.shrink_to_fit();
         // We just wrote and checksummed these bytes: no need to re-read them.
         FrozenLayer::from_storage(Storage::Heap(bytes), Check::Structure)
@@ -69,26 +95,30 @@ impl<V: FrozenValue> FrozenLayerBuilder<V, Vec<u8>> {
 }
 
 impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
-    /// A builder that writes the layer, in the file format, to `writer` as
-    /// keys arrive.
+    /// A builder that writes the layer, in the file format, to `writer`:
+    /// the header now, the rest when [`finish`](Self::finish)ing.
     ///
     /// Fails only if writing the header fails.
     pub fn new(writer: W) -> Result<Self> {
+        let mut out = ChecksumWriter::new(writer);
+        format::write_header(&mut out, Self::type_name()).map_err(write_error)?;
+        Ok(FrozenLayerBuilder {
+            fst: FstBuilder::new(Vec::new()),
+            sink: Sink::Writer(out),
+            column: Default::default(),
+            len: 0,
+            value: PhantomData,
+        })
+    }
+
+    fn type_name() -> &'static str {
         const {
             assert!(
                 V::TYPE_NAME.len() <= format::TYPE_NAME_LEN,
                 "FrozenValue::TYPE_NAME is longer than 16 bytes"
             )
         };
-        let mut out = ChecksumWriter::new(writer);
-        format::write_header(&mut out, V::TYPE_NAME).map_err(write_error)?;
-        Ok(FrozenLayerBuilder {
-            fst: FstBuilder::new(),
-            out,
-            column: Default::default(),
-            len: 0,
-            value: PhantomData,
-        })
+        V::TYPE_NAME
     }
 
     /// Adds `key` with `value`. `key` must be greater than every key added
@@ -141,15 +171,22 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
     /// Writes the value column and trailer, flushes, and returns the writer,
     /// which now holds a complete layer file.
     pub fn finish(self) -> Result<W> {
-        let mut out = self.out;
         let fst = self.fst.finish();
-        out.write_all(&fst).map_err(write_error)?;
-        let fst_len = fst.len() as u64;
-        drop(fst);
-        let column_len = V::Column::write_column(self.column, &mut out).map_err(write_error)?;
-        format::write_trailer(&mut out, self.len, fst_len, column_len).map_err(write_error)?;
-        out.flush().map_err(write_error)?;
-        Ok(out.into_inner())
+        match self.sink {
+            Sink::Writer(mut out) => {
+                let fst_len = fst.len() as u64;
+                out.write_all(&fst).map_err(write_error)?;
+                drop(fst);
+                finish_layer::<V, _>(&mut out, self.column, self.len, fst_len)?;
+                Ok(out.into_inner())
+            }
+            Sink::Buffer(into) => {
+                let fst_len = (fst.len() - format::HEADER_LEN) as u64;
+                let mut out = ChecksumWriter::after(fst);
+                finish_layer::<V, _>(&mut out, self.column, self.len, fst_len)?;
+                Ok(into(out.into_inner()))
+            }
+        }
     }
 }
 
@@ -160,6 +197,18 @@ impl<V: FrozenValue, W> fmt::Debug for FrozenLayerBuilder<V, W> {
             .field("len", &self.len)
             .finish_non_exhaustive()
     }
+}
+
+/// Writes the value column and the trailer after the fst, and flushes.
+fn finish_layer<V: FrozenValue, W: Write>(
+    out: &mut ChecksumWriter<W>,
+    column: <V::Column as ValueColumn>::Builder,
+    len: u64,
+    fst_len: u64,
+) -> Result<()> {
+    let column_len = V::Column::write_column(column, out).map_err(write_error)?;
+    format::write_trailer(out, len, fst_len, column_len).map_err(write_error)?;
+    out.flush().map_err(write_error)
 }
 
 fn write_error(source: io::Error) -> Error {

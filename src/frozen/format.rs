@@ -87,6 +87,18 @@ pub(crate) struct ChecksumWriter<W> {
     hasher: crc32fast::Hasher,
 }
 
+impl ChecksumWriter<Vec<u8>> {
+    /// A writer that appends to `bytes`, with `bytes` already checksummed.
+    pub(crate) fn after(bytes: Vec<u8>) -> Self {
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&bytes);
+        ChecksumWriter {
+            inner: bytes,
+            hasher,
+        }
+    }
+}
+
 impl<W: Write> ChecksumWriter<W> {
     pub(crate) fn new(inner: W) -> Self {
         ChecksumWriter {

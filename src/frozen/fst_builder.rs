@@ -145,7 +145,10 @@ struct Bucket {
 
 /// The bytes written so far and what is needed to write more.
 struct Output {
+    /// The prefix, then the fst so far.
     buf: Vec<u8>,
+    /// Where the fst starts in `buf`: addresses count from here.
+    base: usize,
     /// Address (last byte) of the node written last.
     last_addr: u64,
     /// Compiled nodes by hash, most recently used first in each bucket.
@@ -174,13 +177,18 @@ pub(crate) struct FstBuilder {
 }
 
 impl FstBuilder {
-    pub(crate) fn new() -> Self {
-        let mut buf = Vec::with_capacity(1 << 12);
+    /// A builder that appends the fst to `prefix` (so that a layer's header
+    /// and fst can share one buffer, with no copy at the end).
+    pub(crate) fn new(prefix: Vec<u8>) -> Self {
+        let base = prefix.len();
+        let mut buf = prefix;
+        buf.reserve(1 << 12);
         buf.extend_from_slice(&VERSION.to_le_bytes());
         buf.extend_from_slice(&0u64.to_le_bytes());
         let mut builder = FstBuilder {
             out: Output {
                 buf,
+                base,
                 last_addr: NONE_ADDRESS,
                 registry: vec![Bucket::default(); MIN_BUCKETS],
                 pending: Vec::new(),
@@ -196,9 +204,10 @@ impl FstBuilder {
         builder
     }
 
-    /// Bytes of fst written so far (the open path of the last key aside).
+    /// Bytes of fst written so far (the open path of the last key aside),
+    /// not counting the prefix.
     pub(crate) fn bytes_written(&self) -> usize {
-        self.out.buf.len()
+        self.out.buf.len() - self.out.base
     }
 
     /// Heap bytes held: the output buffer and the node cache.
@@ -241,19 +250,18 @@ impl FstBuilder {
         Ok(())
     }
 
-    /// Finishes the fst and returns its bytes.
+    /// Finishes the fst and returns the prefix followed by the fst.
     pub(crate) fn finish(mut self) -> Vec<u8> {
         self.compile_from(0);
         self.out.flush();
         debug_assert_eq!(self.depth, 1);
         let root = self.out.compile(&self.stack[0].node, false).0;
-        let Output { mut buf, .. } = self.out;
+        let Output { mut buf, base, .. } = self.out;
         buf.extend_from_slice(&self.len.to_le_bytes());
         buf.extend_from_slice(&root.to_le_bytes());
-        let sum = crc32c::crc32c(&buf);
+        let sum = crc32c::crc32c(&buf[base..]);
         let masked = (sum.rotate_right(15)).wrapping_add(0xa282_ead8);
         buf.extend_from_slice(&masked.to_le_bytes());
-        buf.shrink_to_fit();
         buf
     }
 
@@ -363,7 +371,7 @@ impl Output {
             self.promote(bucket, 3, hash, addr);
         }
         self.pending.clear();
-        if self.buf.len() > self.registry.len() * BYTES_PER_BUCKET
+        if self.buf.len() - self.base > self.registry.len() * BYTES_PER_BUCKET
             && self.registry.len() < MAX_BUCKETS
         {
             self.grow_registry();
@@ -400,16 +408,16 @@ impl Output {
     /// Whether the node at `addr` (written by [`write`](Self::write)) is
     /// `node`.
     fn equals(&self, addr: u64, node: &NodeSpec) -> bool {
-        let cached = NodeView::new(&self.buf, addr, self.codes);
+        let fst = &self.buf[self.base..];
+        let cached = NodeView::new(fst, addr, self.codes);
         cached.is_final == node.is_final
             && cached.final_output == node.final_output
             && cached.len == node.transitions.len()
-            && (node.transitions.iter().enumerate())
-                .all(|(i, t)| cached.transition(&self.buf, i) == *t)
+            && (node.transitions.iter().enumerate()).all(|(i, t)| cached.transition(fst, i) == *t)
     }
 
     fn write(&mut self, node: &NodeSpec) -> u64 {
-        let start = self.buf.len() as u64;
+        let start = (self.buf.len() - self.base) as u64;
         let buf = &mut self.buf;
         match node.transitions.as_slice() {
             [t] if !node.is_final => {
@@ -478,7 +486,7 @@ impl Output {
                 buf.push(u8::from(node.is_final) << 6 | in_state);
             }
         }
-        self.last_addr = self.buf.len() as u64 - 1;
+        self.last_addr = (self.buf.len() - self.base) as u64 - 1;
         self.last_addr
     }
 }
@@ -509,7 +517,7 @@ mod tests {
     }
 
     fn build_with(entries: &[(Vec<u8>, u64)], hash_mask: u64) -> fst::Map<Vec<u8>> {
-        let mut builder = FstBuilder::new();
+        let mut builder = FstBuilder::new(Vec::new());
         builder.out.hash_mask = hash_mask;
         for (key, value) in entries {
             builder.insert(key, *value).unwrap();
@@ -609,8 +617,24 @@ mod tests {
     }
 
     #[test]
+    fn the_fst_follows_a_prefix() {
+        let mut builder = FstBuilder::new(b"header".to_vec());
+        for (i, key) in ["a", "ab", "b"].iter().enumerate() {
+            builder.insert(key.as_bytes(), i as u64).unwrap();
+        }
+        let bytes = builder.finish();
+        assert_eq!(&bytes[..6], b"header");
+        let map = fst::Map::new(bytes[6..].to_vec()).unwrap();
+        map.as_fst().verify().unwrap();
+        assert_eq!(
+            (map.get("a"), map.get("ab"), map.get("b")),
+            (Some(0), Some(1), Some(2))
+        );
+    }
+
+    #[test]
     fn bad_keys_are_refused_and_change_nothing() {
-        let mut builder = FstBuilder::new();
+        let mut builder = FstBuilder::new(Vec::new());
         builder.insert(b"b", 1).unwrap();
         assert_eq!(
             builder.insert(b"a", 2),

@@ -78,16 +78,13 @@ fn stream<V: FrozenValue + Clone>(
 ) -> Result<Option<FrozenLayer<V>>, Error> {
     let mut entries =
         Iter::new(None, layers, Bound::Unbounded, Bound::Unbounded).with_large_batches();
-    let mut builder = FrozenLayerBuilder::new(Vec::with_capacity(estimate(layers, keys)))?;
+    let mut builder = FrozenLayerBuilder::memory_with_capacity(estimate(layers, keys));
     while let Some((key, value)) = entries.next_entry() {
         builder.insert(key, value)?;
         if builder.len() % CHECK_EVERY == 0 {
             if cancel.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            // The output buffer grows by doubling: its capacity is between
-            // what was written and twice that; the written bytes are the
-            // honest lower bound.
             let bytes = builder.memory_usage();
             building.store(bytes, Ordering::Relaxed);
         }
@@ -104,11 +101,8 @@ fn stream<V: FrozenValue + Clone>(
 /// per key, times `keys`, plus 5%.
 ///
 /// Without it the output buffer grows by doubling and may hold twice what
-/// it needs at the end; measured on 7.3 M Debian paths, the peak of a merge
-/// was 37 B/key with doubling (old base 10.7 + delta 4.7 + a 128 MiB buffer
-/// for a 78 MB layer + the column builder). If the estimate is short, the
-/// buffer grows from it as before; the excess is returned when the layer is
-/// finished (`into_layer` shrinks the buffer).
+/// it needs at the end, and shrinking it then copies it once more. If the
+/// estimate is short, the buffer grows from it as before.
 fn estimate<V: FrozenValue>(layers: &Layers<V>, keys: usize) -> usize {
     let base = &layers.base;
     if base.len() < 1024 {
