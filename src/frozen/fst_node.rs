@@ -75,30 +75,46 @@ pub(super) fn single_transition(data: &[u8], addr: u64, codes: &CommonCodes) -> 
 }
 
 impl NodeView {
+    const BLANK: NodeView = NodeView {
+        is_final: false,
+        final_output: 0,
+        len: 1,
+        single: Transition {
+            input: 0,
+            output: 0,
+            addr: 0,
+        },
+        first_byte: 0,
+        inputs_at: 0,
+        deltas_at: 0,
+        outputs_at: 0,
+        tsize: 0,
+        osize: 0,
+    };
+
     /// The node whose last byte is at `addr` in `data` (the whole fst).
     #[inline]
     pub(super) fn new(data: &[u8], addr: u64, codes: &CommonCodes) -> NodeView {
-        let mut node = NodeView {
-            is_final: false,
-            final_output: 0,
-            len: 1,
-            single: Transition::default(),
-            first_byte: 0,
-            inputs_at: 0,
-            deltas_at: 0,
-            outputs_at: 0,
-            tsize: 0,
-            osize: 0,
-        };
+        let mut node = NodeView::BLANK;
         if addr == EMPTY_ADDRESS {
             node.is_final = true;
             node.len = 0;
             return node;
         }
-        if let Some(single) = single_transition(data, addr, codes) {
-            node.single = single;
-            return node;
+        match single_transition(data, addr, codes) {
+            Some(single) => {
+                node.single = single;
+                node
+            }
+            None => Self::branching(data, addr),
         }
+    }
+
+    /// The node at `addr`, which [`single_transition`] said is not a
+    /// non-final one-transition node (nor the empty final node).
+    #[inline]
+    pub(super) fn branching(data: &[u8], addr: u64) -> NodeView {
+        let mut node = NodeView::BLANK;
         let addr = addr as usize;
         let state = data[addr];
         // Any number of transitions, or final.

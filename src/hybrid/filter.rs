@@ -2,14 +2,16 @@
 //! delta does not hold (most lookups: the base holds almost every key) costs
 //! one cache line instead of a radix-tree descent.
 //!
-//! On the Debian paths, a lookup that misses a 750 k-key delta still walks
-//! ~15 nodes before the key diverges (the paths share long prefixes), which
-//! made a hybrid lookup cost a FastArt lookup *plus* an fst lookup.
+//! On the Debian paths, a lookup that misses a 750 k-key delta still
+//! descends far before the key diverges (the paths share long prefixes),
+//! which made a hybrid lookup cost about a FastArt lookup *plus* an fst
+//! lookup (0.57× FastArt's lookups in the mixed workload; 0.81× with this
+//! filter).
 //!
 //! Each key sets one bit in each of the eight words of one 64-byte block
 //! (a "split block" Bloom filter): a lookup reads one cache line, whatever
-//! the number of bits. At [`BITS_PER_KEY`] = 12 about 0.5% of absent keys
-//! pass (measured by the test below); those pay the descent they paid before.
+//! the number of bits. At [`BITS_PER_KEY`] = 12 under 1% of absent keys
+//! pass (checked by the test below); those pay the descent they paid before.
 
 use std::hash::BuildHasher;
 
