@@ -78,86 +78,72 @@
 //!
 //! # Choosing the merge policy
 //!
-//! A merge rebuilds the whole base: its cost is the fst crate's build speed
-//! (0.15–0.37 M keys/s measured on this project's shared 2-core machine, the
-//! lower figures under load), whatever the delta's size. The policy
-//! ([`HybridConfig`]) trades three things against each other:
+//! A merge rebuilds the whole base: its cost is the frozen layer's build
+//! speed (about 1.2 M keys/s here, merging included: 6.1 s for 7.3 M keys on
+//! this project's shared 2-core machine), whatever the delta's size. The
+//! policy ([`HybridConfig`]) trades three things against each other:
 //!
 //! * **memory**: each delta entry costs about 50 bytes (a `FastArt` leaf and
-//!   path for a 63-byte path with an `Option<u64>`; measured 49.8 B/entry
-//!   for 695,000 entries on the 7.3 M paths) against the base's 10.7 bytes
-//!   per key. A delta of share `r` adds about `50 r` bytes per key;
+//!   path for a 63-byte path with an `Option<u64>`, and its filter bits;
+//!   measured 52.6 B/entry for 695,000 entries on the 7.3 M paths) against
+//!   the base's 9.1 bytes per key. A delta of share `r` adds about `50 r`
+//!   bytes per key;
 //! * **merge work**: rebuilding N keys every `r N` writes costs `1 / r` keys
-//!   built per write, 20–55 µs of background CPU per write at `r = 0.125`
-//!   (compare a `FastArt` insert, about 1 µs);
+//!   built per write, 5–7 µs of background CPU per write at `r = 0.125`
+//!   (compare a `FastArt` insert, about 1–3 µs);
 //! * **memory during a merge**: the old base, the sealed delta, the new base
-//!   (pre-sized from the old one's bytes per key) and the fst builder's
-//!   state live together.
+//!   (its buffer sized from the old one's bytes per key), the fst builder's
+//!   node cache (up to 16 MiB) and the fresh delta live together.
 //!
 //! The default, a key ratio of 1/8 (with a floor of 4,096 entries and a
 //! 256 MiB budget), keeps a map that is merged now and then within the
-//! issue's 20 bytes per key on the Debian paths: 10.7 (base) + 50/8 ≈ 17
-//! bytes per key just before a merge, 10.7 right after. Measured on the 7.3 M
+//! issue's 20 bytes per key on the Debian paths: 9.1 (base) + 50/8 ≈ 15
+//! bytes per key just before a merge, 9.1 right after. Measured on the 7.3 M
 //! paths with a 9.5% delta (`examples/hybrid_merge.rs` in the harness):
 //!
 //! | state | bytes/key |
 //! |---|--:|
-//! | base alone (`FrozenLayer<u64>`) | 10.67 |
-//! | base + delta of 695,135 entries | 15.41 |
-//! | peak during the merge | 31.8 (37.2 before the output was pre-sized) |
-//! | after the merge | 10.67 |
+//! | base alone (`FrozenLayer<u64>`) | 9.09 |
+//! | base + delta of 695,135 entries | 14.10 |
+//! | peak during the merge | 30.5 |
+//! | after the merge | 9.10 |
 //!
-//! Under a steady write load the picture is worse, because merges are slow:
-//! while one runs (tens of seconds on 7.3 M keys) the fresh delta keeps
-//! growing, and when writes outpace merges, merges run back to back and the
-//! map lives at its merge-time peak. The steady mixed workload of issue 5
-//! (90% lookups, 10% writes of random keys; harness
-//! `examples/hybrid_mixed.rs`) on the 100,000-key sample, 1 M operations,
-//! shared machine under load (load average 3–4 on 2 cores, so absolute
-//! speeds are low; compare within a row), `FastArt<u64>` at 50.3 B/key:
+//! The steady mixed workload of issue 5 (90% lookups, 10% writes of random
+//! keys; harness `examples/hybrid_mixed.rs`), on the full 7.3 M paths with
+//! the default policy, 16 M operations with merges running in the
+//! background (6.57 M keys loaded first by single inserts): 16.2 bytes per
+//! key on average, 37.0 at the peak of a merge (`FastArt`: 35.7); lookups
+//! 303 k/s against `FastArt`'s 374 k/s (0.81×); writes 187 k/s against
+//! 349 k/s (0.54×) in the writing thread's time, 102 k/s (0.29×) if the
+//! merge thread's CPU is charged to the writes (the honest figure when
+//! every core is busy). On the 100,000-key sample (1 M operations) the
+//! fixed costs of each merge dominate and a hybrid map is not smaller than
+//! a `FastArt` (50.3 B/key), so the sample shows only how the ratio trades
+//! memory for throughput:
 //!
 //! | `key_ratio` | merges | mean B/key | peak B/key | lookups/s (× FastArt) | writes/s, merge CPU charged (× FastArt) |
 //! |--:|--:|--:|--:|--:|--:|
-//! | 0.05  | 6 | 110.5 | 132.5 | 178 k (0.18×) | 35 k (0.04×) |
-//! | 0.125 | 5 | 105.5 | 131.3 | 194 k (0.28×) | 38 k (0.06×) |
-//! | 0.25  | 6 |  87.2 | 132.9 | 227 k (0.31×) | 48 k (0.08×) |
-//! | 0.5   | 3 |  66.6 | 145.6 | 267 k (0.40×) | 86 k (0.13×) |
+//! | 0.05  | 14 | 77.0 |  88.0 | 959 k (0.62×) |  73 k (0.05×) |
+//! | 0.125 | 12 | 69.4 |  94.2 | 911 k (0.63×) |  91 k (0.07×) |
+//! | 0.25  |  9 | 57.8 |  96.8 | 915 k (0.69×) | 134 k (0.11×) |
+//! | 0.5   |  5 | 49.4 | 109.3 | 720 k (0.54×) | 280 k (0.24×) |
 //!
-//! On the full 7.3 M paths (90% loaded by single inserts with the default
-//! policy: 139 s, 9 merges, the last of 6.57 M keys in 20.7 s; then 3 M
-//! operations, too few writes to trigger a merge, so this is the state
-//! *between* merges): 11.6 B/key after the load, 12.8 B/key on average and
-//! 14.1 at the end of the run (a delta of 291,000 entries, 57 B each);
-//! lookups 196 k/s against `FastArt`'s 341 k/s (0.57×), writes 190 k/s
-//! against 330 k/s (0.58×), `FastArt` at 35.7 B/key. Charging the merges:
-//! one merge of 6.6 M keys (~21 s of CPU) per 820,000 writes is ~25 µs per
-//! write, so sustained writes with merges included come to ~33 k/s (0.1×),
-//! and the map sits between ~19 B/key (just before a merge) and ~34 B/key
-//! (during one).
+//! (Raw output: `harness/results/hybrid-*.md`.) The default stays at 1/8 for
+//! the memory bound above; raise it for write-heavy use.
 //!
-//! On the sample the fst builder's fixed working state (several MB, ~70
-//! bytes per key here, under 1 byte per key on 7.3 M keys) dominates every
-//! merge, so the memory columns overstate what the full dataset costs; the
-//! throughput columns are the honest part: with merges running back to
-//! back, a larger ratio merges less often and serves more. The default
-//! stays at 1/8 for the memory bound above; raise it for write-heavy use.
-//!
-//! Lookups cost what a [`FrozenLayer::get`] costs (a walk of the fst, 1–3 µs
-//! for these paths) plus a read lock and a lookup in the small delta (tens
-//! of ns when the delta is empty: measured equal to the bare layer within
-//! noise). A `FastArt` lookup is 0.5–1 µs, so `HybridMap` lookups reach
-//! about 0.5× `FastArt`'s at best, not the issue's 0.8×: the base is an fst.
+//! Lookups cost what a [`FrozenLayer::get`] costs (a walk of the fst, about
+//! 3 µs for these paths on this machine) plus a read lock, one hash of the
+//! key and one cache line of each delta's Bloom filter; only the keys a
+//! delta holds (and under 1% of the others) pay a descent in it.
 //!
 //! ## Reads during a merge
 //!
 //! Readers never wait for a merge. Measured with `examples/hybrid_merge.rs`
-//! (one thread looking up random keys while a background merge runs): on
-//! the sample, a quiet moment, 222,000 lookups during a 268 ms merge took
-//! 1.16 µs on average, the slowest 149 µs; on 7.3 M keys, with the machine
-//! under load from other work, 2.69 M lookups during a 48.6 s merge took
-//! 17.7 µs on average (the merge thread and other processes share the two
-//! cores), 4,630 took over 100 µs and the slowest 121 ms: the scheduler,
-//! not a lock, as no lock is shared between a reader and a building merge.
+//! (one thread looking up random keys while a background merge of 7.3 M keys
+//! runs): 1.85 M lookups during a 6.1 s merge took 3.2 µs on average, 31
+//! took over 100 µs and the slowest 5.8 ms: the scheduler (the merge thread
+//! and the reader share two cores with other work), not a lock, as no lock
+//! is shared between a reader and a building merge.
 //!
 //! # Example
 //!

@@ -38,7 +38,7 @@ pub(crate) const fn field_size(len: usize) -> usize {
 /// Reads the field at `field`.
 ///
 /// # Safety
-/// `field` must point to a field written by [`write`] (or moved by copying)
+/// `field` must point to a field written by [`write`](fn@write) (or moved by copying)
 /// whose owner is still live; the returned slice must not outlive it.
 #[inline(always)]
 pub(crate) unsafe fn read<'a>(field: *const u8) -> &'a [u8] {
