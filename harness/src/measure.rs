@@ -305,7 +305,7 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
     // dataset as it is, or a copy laid out in sorted order (made before the
     // build, untimed and outside the memory measured), so that a sorted
     // build measures the builder and not a gather from all over the dataset.
-    let sorted_copy;
+    let mut sorted_copy = None;
     let input = match S::BUILD_ORDER {
         BuildOrder::Dataset => {
             rec.build_input = "dataset order".into();
@@ -318,16 +318,16 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
         }
         BuildOrder::Sorted => {
             rec.build_input = "sorted (sort not timed)".into();
-            sorted_copy = (
+            let (keys, values) = sorted_copy.insert((
                 ds.keys.gather(&p.sorted),
                 p.sorted
                     .iter()
                     .map(|&i| ds.values[i as usize])
                     .collect::<Vec<_>>(),
-            );
+            ));
             BuildInput {
-                keys: &sorted_copy.0,
-                values: &sorted_copy.1,
+                keys,
+                values,
                 order: &p.dataset_order,
                 any_nul: p.any_nul,
             }
@@ -341,6 +341,9 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
     let built = S::build(&input);
     let elapsed = start.elapsed();
     let after = Snapshot::take();
+    // The sorted copy served the build only (`input`, which borrows it, is
+    // not used again).
+    drop(sorted_copy);
     let map = match built {
         Ok(map) => map,
         Err(e) => {
