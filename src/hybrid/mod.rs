@@ -315,6 +315,8 @@ struct WriteLock<'a, V: FrozenValue> {
     fresh: RwLockWriteGuard<'a, Delta<V>>,
     layers: arc_swap::Guard<Arc<Layers<V>>>,
     older: Option<V>,
+    /// The key's [`key_hash`], for the deltas' filters.
+    hash: u64,
 }
 
 impl<V: FrozenValue> Inner<V> {
@@ -331,10 +333,11 @@ impl<V: FrozenValue> Inner<V> {
     /// That value is looked up before the lock is taken, since the base's fst
     /// walk is the costly part, and again under it only if a merge sealed the
     /// fresh delta in between (its entries then moved down into the layers).
-    fn lock_for_write(&self, key: &[u8], hash: u64) -> WriteLock<'_, V>
+    fn lock_for_write(&self, key: &[u8]) -> WriteLock<'_, V>
     where
         V: Clone,
     {
+        let hash = key_hash(key);
         let seen = self.layers.load();
         let older = seen.get(key, hash);
         let fresh = self.write_fresh();
@@ -348,6 +351,7 @@ impl<V: FrozenValue> Inner<V> {
             fresh,
             layers,
             older,
+            hash,
         }
     }
 
@@ -568,12 +572,12 @@ where
     /// lookup in the base (done before the write lock is taken).
     pub fn insert(&self, key: impl AsRef<[u8]>, value: V) -> Option<V> {
         let key = key.as_ref();
-        let hash = key_hash(key);
         let WriteLock {
             mut fresh,
             layers,
             older,
-        } = self.inner.lock_for_write(key, hash);
+            hash,
+        } = self.inner.lock_for_write(key);
         let old = match fresh.put(key, hash, Some(value)) {
             Some(Some(old)) => Some(old),
             Some(None) => None,
@@ -582,11 +586,7 @@ where
         if old.is_none() {
             self.inner.len.fetch_add(1, Ordering::Release);
         }
-        let merge = self.wants_merge(&fresh, &layers);
-        drop(fresh);
-        if merge {
-            self.start_automatic_merge();
-        }
+        self.unlock_after_write(fresh, &layers);
         old
     }
 
@@ -597,12 +597,12 @@ where
     /// key from the fresh delta outright.
     pub fn remove(&self, key: impl AsRef<[u8]>) -> Option<V> {
         let key = key.as_ref();
-        let hash = key_hash(key);
         let WriteLock {
             mut fresh,
             layers,
             older,
-        } = self.inner.lock_for_write(key, hash);
+            hash,
+        } = self.inner.lock_for_write(key);
         let old = match fresh.lookup(key, hash) {
             // Only this delta has it: remove it outright.
             Some(Some(_)) if older.is_none() => fresh.remove(key).flatten(),
@@ -618,11 +618,7 @@ where
         };
         if old.is_some() {
             self.inner.len.fetch_sub(1, Ordering::Release);
-            let merge = self.wants_merge(&fresh, &layers);
-            drop(fresh);
-            if merge {
-                self.start_automatic_merge();
-            }
+            self.unlock_after_write(fresh, &layers);
         }
         old
     }
@@ -826,6 +822,16 @@ where
             layers.base.len(),
             layers.base.as_bytes().len(),
         )
+    }
+
+    /// Releases the fresh delta after a write, then starts a merge if the
+    /// policy asks for one.
+    fn unlock_after_write(&self, fresh: RwLockWriteGuard<'_, Delta<V>>, layers: &Layers<V>) {
+        let merge = self.wants_merge(&fresh, layers);
+        drop(fresh);
+        if merge {
+            self.start_automatic_merge();
+        }
     }
 
     fn start_automatic_merge(&self) {
