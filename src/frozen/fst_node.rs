@@ -95,26 +95,26 @@ impl NodeView {
     /// The node whose last byte is at `addr` in `data` (the whole fst).
     #[inline]
     pub(super) fn new(data: &[u8], addr: u64, codes: &CommonCodes) -> NodeView {
+        match single_transition(data, addr, codes) {
+            Some(single) => NodeView {
+                single,
+                ..NodeView::BLANK
+            },
+            None => Self::branching(data, addr),
+        }
+    }
+
+    /// The node at `addr`, which [`single_transition`] said is not a
+    /// non-final one-transition node: the empty final node, or one with any
+    /// number of transitions.
+    #[inline]
+    pub(super) fn branching(data: &[u8], addr: u64) -> NodeView {
         let mut node = NodeView::BLANK;
         if addr == EMPTY_ADDRESS {
             node.is_final = true;
             node.len = 0;
             return node;
         }
-        match single_transition(data, addr, codes) {
-            Some(single) => {
-                node.single = single;
-                node
-            }
-            None => Self::branching(data, addr),
-        }
-    }
-
-    /// The node at `addr`, which [`single_transition`] said is not a
-    /// non-final one-transition node (nor the empty final node).
-    #[inline]
-    pub(super) fn branching(data: &[u8], addr: u64) -> NodeView {
-        let mut node = NodeView::BLANK;
         let addr = addr as usize;
         let state = data[addr];
         // Any number of transitions, or final.

@@ -7,7 +7,7 @@ use fst::automaton::{AlwaysMatch, Automaton};
 
 use super::FrozenLayer;
 use super::column::FrozenValue;
-use super::fst_node::{CommonCodes, EMPTY_ADDRESS, NodeView, common_codes, single_transition};
+use super::fst_node::{CommonCodes, NodeView, common_codes, single_transition};
 
 /// Entries of a [`FrozenLayer`] in increasing key order: all of them
 /// ([`iter`](FrozenLayer::iter)), a [`range`](FrozenLayer::range), a
@@ -157,11 +157,7 @@ impl<'a> Walker<'a> {
                 addr = t.addr;
                 output += t.output;
             }
-            let node = if addr == EMPTY_ADDRESS {
-                NodeView::new(self.data, addr, self.codes)
-            } else {
-                NodeView::branching(self.data, addr)
-            };
+            let node = NodeView::branching(self.data, addr);
             if node.len > 0 {
                 let depth = self.key.len();
                 self.stack.push(Frame {
