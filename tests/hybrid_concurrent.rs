@@ -51,6 +51,8 @@ fn readers_see_a_consistent_map_while_merges_run() {
     let map: HybridMap<u64> = HybridConfig::new()
         .min_delta_keys(2000)
         .key_ratio(0.3)
+        // Merges put parts in place while the readers read.
+        .part_keys(700)
         .build();
     // The writer publishes `done + 1` (0 = nothing yet).
     let published = AtomicU64::new(0);

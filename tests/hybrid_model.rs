@@ -92,8 +92,10 @@ fn model_range(
         .collect()
 }
 
-fn run(config: HybridConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let map: HybridMap<u64> = config.build();
+/// Runs `ops` on a map with `config`, whose merges build parts of
+/// `part_keys` keys, and on the model.
+fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let map: HybridMap<u64> = config.part_keys(part_keys).build();
     let mut model = BTreeMap::new();
     for op in ops {
         match op {
@@ -143,6 +145,11 @@ fn run(config: HybridConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 prop_assert_eq!(stats.sealed_deltas, 0);
                 prop_assert_eq!(stats.base_keys, model.len());
                 prop_assert_eq!(stats.delta_entries, 0);
+                // Parts hold between half and twice about `part_keys`
+                // keys (the last may be smaller).
+                let len = model.len();
+                prop_assert!(stats.base_parts >= len.div_ceil(2 * part_keys).max(1));
+                prop_assert!(stats.base_parts <= 1 + 4 * len / part_keys);
             }
             Op::Background => map.merge_in_background(),
         }
@@ -173,14 +180,14 @@ proptest! {
     /// Merges only when asked, synchronously or in the background.
     #[test]
     fn manual_merges(ops in prop::collection::vec(op(), 0..80)) {
-        run(HybridConfig::new().manual(), ops)?;
+        run(HybridConfig::new().manual(), 4, ops)?;
     }
 
     /// The policy merges in the background every few writes, so reads and
     /// writes interleave with running merges.
     #[test]
     fn frequent_background_merges(ops in prop::collection::vec(op(), 0..80)) {
-        run(HybridConfig::new().min_delta_keys(3).key_ratio(0.2), ops)?;
+        run(HybridConfig::new().min_delta_keys(3).key_ratio(0.2), 2, ops)?;
     }
 
     /// Long runs of writes with no merge: the fresh delta outgrows the key
@@ -192,13 +199,13 @@ proptest! {
         more in prop::collection::vec(op(), 0..40),
     ) {
         let ops = ops.into_iter().chain([Op::Freeze]).chain(more).collect();
-        run(HybridConfig::new().manual().min_delta_keys(0), ops)?;
+        run(HybridConfig::new().manual().min_delta_keys(0), 64, ops)?;
     }
 
     /// The policy merges inline, in the writing thread.
     #[test]
     fn inline_merges(ops in prop::collection::vec(op(), 0..80)) {
-        run(HybridConfig::new().min_delta_keys(2).key_ratio(0.3).background(false), ops)?;
+        run(HybridConfig::new().min_delta_keys(2).key_ratio(0.3).background(false), HybridConfig::DEFAULT_PART_KEYS, ops)?;
     }
 }
 

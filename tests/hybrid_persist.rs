@@ -8,7 +8,9 @@ use memkv::{Error, FrozenLayer, HybridConfig, HybridMap};
 fn save_then_open_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("map.memkv");
-    let map: HybridMap<Vec<u8>> = HybridConfig::new().manual().build();
+    // Bases of several parts, so that `save` streams them into one file.
+    let config = HybridConfig::new().manual().part_keys(300);
+    let map: HybridMap<Vec<u8>> = config.clone().build();
     let mut model = BTreeMap::new();
     for i in 0..2000u32 {
         let key = format!("k{:04}", i * 7 % 2000).into_bytes();
@@ -17,6 +19,7 @@ fn save_then_open_round_trips() {
         model.insert(key, value);
     }
     map.freeze().unwrap();
+    assert_eq!(map.stats().base_parts, 7);
     // Unmerged changes at save time: tombstones over the base, updates, new.
     for i in (0..2000).step_by(3) {
         let key = format!("k{i:04}").into_bytes();
@@ -29,9 +32,10 @@ fn save_then_open_round_trips() {
     map.save(&path).unwrap();
     assert_eq!(map.stats().delta_entries, 0, "save merges first");
 
-    let reopened = HybridMap::<Vec<u8>>::open(&path).unwrap();
+    let reopened = HybridMap::<Vec<u8>>::open_with_config(&path, config).unwrap();
     let stats = reopened.stats();
     assert!(stats.base_mapped);
+    assert_eq!(stats.base_parts, 1, "a saved base is one layer");
     assert_eq!(
         (stats.len, stats.base_keys, stats.delta_entries),
         (model.len(), model.len(), 0)
@@ -48,10 +52,9 @@ fn save_then_open_round_trips() {
     model.insert(b"new".to_vec(), b"v".to_vec());
     model.remove(&b"k0001"[..]);
     reopened.freeze().unwrap();
-    assert!(
-        !reopened.stats().base_mapped,
-        "a merge builds the new base in memory"
-    );
+    let stats = reopened.stats();
+    assert!(!stats.base_mapped, "a merge builds the new base in memory");
+    assert_eq!(stats.base_parts, model.len().div_ceil(300));
     reopened.save(&path).unwrap();
     drop(reopened);
     let again = HybridMap::<Vec<u8>>::open(&path).unwrap();

@@ -7,8 +7,9 @@
 //! cargo run --release -p memkv-bench --example hybrid_merge -- --dataset data/debian-paths.txt
 //! ```
 //!
-//! The base is built directly from the sorted keys (not timed); then
-//! `--delta-share` of the keys, picked at random, are updated through
+//! The base is built directly from the sorted keys and split into the
+//! parts a merge makes (by a first merge, not measured: a map that has
+//! merged before, as in steady use); then `--delta-share` of the keys, picked at random, are updated through
 //! `insert` (they go to the delta); then `merge_in_background` starts the
 //! merge and this thread looks up random keys until it ends, timing each
 //! lookup. Memory (jemalloc `stats.allocated`, less what was allocated
@@ -35,6 +36,9 @@ struct Args {
     /// Share of the keys updated in the delta before the merge.
     #[arg(long, default_value_t = 0.1)]
     delta_share: f64,
+    /// HybridConfig::part_keys (default: the library's).
+    #[arg(long)]
+    part_keys: Option<usize>,
 }
 
 fn allocated() -> u64 {
@@ -64,8 +68,16 @@ fn main() {
     let before = allocated();
     let base = FrozenLayer::from_sorted_iter(keys.iter().enumerate().map(|(i, k)| (*k, i as u64)))
         .expect("building the base");
-    let base_bytes = base.memory_usage();
-    let map: HybridMap<u64> = HybridMap::from_frozen(base, HybridConfig::new().manual());
+    let mut config = HybridConfig::new().manual();
+    if let Some(keys) = args.part_keys {
+        config = config.part_keys(keys);
+    }
+    let map: HybridMap<u64> = HybridMap::from_frozen(base, config);
+    // The first merge splits the one layer into parts.
+    map.insert(keys[0], 0);
+    map.freeze().expect("splitting the base");
+    let split = map.stats();
+    let base_bytes = split.base_bytes;
     let mut rng = 0x6d656d6b76000006u64;
     let mut next = move || {
         rng ^= rng << 13;
@@ -81,8 +93,9 @@ fn main() {
     let stats = map.stats();
     let idle = allocated() - before;
     println!(
-        "{n} keys; base {:.2} B/key; delta {} entries, {:.2} B/key of the map; total {:.2} B/key",
+        "{n} keys; base {:.2} B/key in {} parts; delta {} entries, {:.2} B/key of the map; total {:.2} B/key",
         base_bytes as f64 / n as f64,
+        split.base_parts,
         stats.delta_entries,
         stats.delta_bytes as f64 / n as f64,
         idle as f64 / n as f64
@@ -93,7 +106,7 @@ fn main() {
     let (mut lookups, mut worst, mut total) = (0u64, Duration::ZERO, Duration::ZERO);
     let mut slow = 0u64; // over 100 µs
     let mut peak = idle;
-    while map.stats().merges == 0 {
+    while map.stats().merges == split.merges {
         for _ in 0..1000 {
             let i = (next() % n as u64) as usize;
             let t = Instant::now();

@@ -25,7 +25,8 @@
 //! thread's CPU time to the writes** (the honest "merges included" figure
 //! on a machine whose cores are all busy), the merges run, their duration,
 //! and lookup latency percentiles split by whether a merge was running
-//! (polled every 256 operations).
+//! (polled every 256 operations); the layers at the end and at the memory
+//! peak.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -67,6 +68,9 @@ struct Args {
     /// HybridConfig::byte_budget, in bytes.
     #[arg(long)]
     byte_budget: Option<usize>,
+    /// HybridConfig::part_keys.
+    #[arg(long)]
+    part_keys: Option<usize>,
 }
 
 /// What the workload needs of a map.
@@ -251,6 +255,7 @@ fn run<M: Map>(
     let (mut idle, mut merging) = (Latency::default(), Latency::default());
     let (mut samples, mut sum_per_key, mut peak_per_key) = (0u64, 0f64, 0f64);
     let mut in_merge = false;
+    let mut peak_state = String::new();
     let cpu_before = cpu_seconds();
     let wall = Instant::now();
     let mut found = 0u64;
@@ -262,7 +267,10 @@ fn run<M: Map>(
             let per_key = allocated().saturating_sub(before) as f64 / map.len().max(1) as f64;
             samples += 1;
             sum_per_key += per_key;
-            peak_per_key = peak_per_key.max(per_key);
+            if per_key > peak_per_key {
+                peak_per_key = per_key;
+                peak_state = describe(&map);
+            }
         }
         let key = keys[rng.below(keys.len())];
         if rng.chance(args.write_share) {
@@ -310,7 +318,8 @@ fn run<M: Map>(
     );
     println!("{name}: latency with no merge running: {}", idle.line());
     println!("{name}: latency while a merge ran:    {}", merging.line());
-    println!("{name}: {}", describe(&map));
+    println!("{name}: at the end: {}", describe(&map));
+    println!("{name}: at the peak: {peak_state}");
     println!();
 }
 
@@ -344,6 +353,9 @@ fn main() {
                 if let Some(n) = args.min_delta_keys {
                     config = config.min_delta_keys(n);
                 }
+                if let Some(keys) = args.part_keys {
+                    config = config.part_keys(keys);
+                }
                 if let Some(b) = args.byte_budget {
                     config = config.byte_budget(b);
                 }
@@ -351,16 +363,18 @@ fn main() {
                 run("hybrid", config.build::<u64>(), &keys, &args, |map| {
                     let s = map.stats();
                     format!(
-                        "{} merges (last {:?} for {} keys), {} failed; base {} keys / {} B, \
-                         delta {} entries / {} B",
+                        "{} merges (last {:?} for {} keys), {} failed; base {} keys / {} B \
+                         in {} parts, delta {} entries / {} B, building {} B",
                         s.merges,
                         s.last_merge_duration,
                         s.last_merge_keys,
                         s.failed_merges,
                         s.base_keys,
                         s.base_bytes,
+                        s.base_parts,
                         s.delta_entries,
-                        s.delta_bytes
+                        s.delta_bytes,
+                        s.building_bytes
                     )
                 })
             }

@@ -291,6 +291,20 @@ impl AsRef<[u8]> for FstBytes {
 /// old file or the complete new one: write a temporary file in the same
 /// directory, fsync it, rename it over `path`, fsync the directory.
 pub(crate) fn save_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    save_atomically_with(path, |file, temp_path| {
+        file.write_all(bytes).map_err(|source| Error::Io {
+            context: format!("writing temporary file {}", temp_path.display()),
+            source,
+        })
+    })
+}
+
+/// [`save_atomically`], with `write` filling the temporary file (given
+/// with its path, for error messages) instead of a slice of bytes.
+pub(crate) fn save_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut File, &Path) -> Result<()>,
+) -> Result<()> {
     let io_error = |context: String| move |source| Error::Io { context, source };
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -302,9 +316,11 @@ pub(crate) fn save_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     })?;
     let (temp_path, mut file) = create_temp_file(dir, file_name)?;
     let mut guard = RemoveOnDrop(Some(temp_path.clone()));
-    let temp_context = || format!("writing temporary file {}", temp_path.display());
-    file.write_all(bytes).map_err(io_error(temp_context()))?;
-    file.sync_all().map_err(io_error(temp_context()))?;
+    write(&mut file, &temp_path)?;
+    file.sync_all().map_err(io_error(format!(
+        "syncing temporary file {}",
+        temp_path.display()
+    )))?;
     drop(file);
     fs::rename(&temp_path, path).map_err(io_error(format!(
         "renaming {} to {}",

@@ -112,7 +112,8 @@ mod iter;
 mod packed;
 
 use std::fmt;
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::marker::PhantomData;
 use std::ops::{Bound, Range, RangeBounds};
 use std::path::Path;
@@ -492,6 +493,22 @@ impl<V: FrozenValue> FrozenLayer<V> {
         let column = &self.fst.as_inner().storage.bytes()[self.column_range.clone()];
         V::decode(V::Column::get(&self.column, column, ordinal))
     }
+}
+
+/// Writes a layer file to `path` atomically (as [`FrozenLayer::save`]),
+/// streaming the entries that `fill` adds to a builder straight into the
+/// file: for a layer that is never whole in memory, such as a hybrid map's
+/// base in several parts.
+pub(crate) fn save_built<V: FrozenValue>(
+    path: &Path,
+    fill: impl FnOnce(&mut FrozenLayerBuilder<V, BufWriter<&mut File>>) -> Result<()>,
+) -> Result<()> {
+    format::save_atomically_with(path, |file, _| {
+        let mut builder = FrozenLayerBuilder::new(BufWriter::new(file))?;
+        fill(&mut builder)?;
+        // `finish` flushes the buffer and reports its errors.
+        builder.finish().map(drop)
+    })
 }
 
 impl<V: FrozenValue> fmt::Debug for FrozenLayer<V> {

@@ -14,13 +14,15 @@
 //! `first_key_value` or a short prefix scan copies little) and double up to
 //! [`MAX_BATCH`].
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::iter::FusedIterator;
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::base::Part;
 use super::layers::{Delta, Layers};
-use crate::{FrozenLayer, FrozenValue};
+use crate::FrozenValue;
 
 /// Entries in a layer's first batch.
 const FIRST_BATCH: usize = 16;
@@ -81,7 +83,9 @@ enum Feed<V: FrozenValue> {
     /// Nothing: the first batch was all there is (the fresh delta's copy).
     Fixed,
     Delta(Arc<Delta<V>>),
-    Base(Arc<FrozenLayer<V>>),
+    /// The base's parts from the one being read on. A part is dropped once
+    /// read, so that a merge frees the old base's parts as it passes them.
+    Base(VecDeque<Part<V>>),
 }
 
 /// One layer being merged.
@@ -146,7 +150,7 @@ impl<V: FrozenValue + Clone> Source<V> {
         self.next_batch = (want * 2).min(MAX_BATCH);
         let batch = &mut self.batch;
         // Stops after `want` entries; true when the layer ran dry first.
-        let complete = match &self.feed {
+        let complete = match &mut self.feed {
             Feed::Fixed => true,
             Feed::Delta(delta) => {
                 let mut entries = delta.art().range::<[u8], _>(bounds);
@@ -160,18 +164,31 @@ impl<V: FrozenValue + Clone> Source<V> {
                     batch.push(key, slot.clone());
                 }
             }
-            Feed::Base(base) => {
-                let mut entries = base.range::<[u8], _>(bounds);
-                loop {
-                    if batch.len() == want {
-                        break false;
-                    }
-                    let Some((key, value)) = entries.next_entry() else {
-                        break true;
-                    };
+            Feed::Base(parts) => loop {
+                let Some(part) = parts.front() else {
+                    break true;
+                };
+                let mut entries = part.range(bounds.0, bounds.1);
+                let mut full = false;
+                while let Some((key, value)) = entries.next_entry() {
                     batch.push(key, Some(value));
+                    if batch.len() == want {
+                        full = true;
+                        break;
+                    }
                 }
-            }
+                if full {
+                    break false;
+                }
+                // The part has nothing more in range: on to the next, if
+                // the range goes on past it.
+                let more = part.next_within(bounds.1);
+                parts.pop_front();
+                if !more {
+                    parts.clear();
+                    break true;
+                }
+            },
         };
         self.exhausted = complete;
     }
@@ -235,10 +252,14 @@ impl<V: FrozenValue + Clone> Iter<V> {
         for delta in &layers.deltas {
             sources.push(Source::new(Feed::Delta(Arc::clone(delta)), Batch::new()));
         }
-        sources.push(Source::new(
-            Feed::Base(Arc::clone(&layers.base)),
-            Batch::new(),
-        ));
+        let parts = layers
+            .base
+            .parts()
+            .iter()
+            .skip_while(|part| part.ends_before(as_slice(&start)))
+            .cloned()
+            .collect();
+        sources.push(Source::new(Feed::Base(parts), Batch::new()));
         Iter {
             sources,
             start,

@@ -12,7 +12,8 @@
 //!    deltas into a new base. There is more than one only after a merge
 //!    failed: the failed merge's delta stays here, readable, and the next
 //!    merge seals the fresh delta on top of it and merges both;
-//! 3. the **base**, a [`FrozenLayer`].
+//! 3. the **base**, frozen layers for consecutive ranges of keys (see
+//!    [`Base`]).
 //!
 //! A delta entry is `Some(value)` (an insert) or `None` (a **tombstone**: the
 //! key was removed). The first layer that holds a key decides: its value, or
@@ -26,7 +27,9 @@
 //!   base therefore answers every key exactly as the sealed deltas and old
 //!   base did together, which is why a merge's end can swap the layers
 //!   without the fresh delta's lock: before and after, readers see the same
-//!   map.
+//!   map. The same holds for each part of the new base, over its range of
+//!   keys, so a merge puts each part in place as soon as it is built (the
+//!   sealed deltas stay above it until the merge ends, and agree with it).
 //!
 //! [`Layers`] is immutable and shared through an `Arc` (in an `ArcSwap`), so
 //! a reader or an iterator that holds one sees a fixed set of older layers
@@ -35,6 +38,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::base::Base;
 use super::filter::{KeyFilter, key_hash};
 use crate::{FastArt, FrozenLayer, FrozenValue};
 
@@ -148,7 +152,7 @@ impl<V> fmt::Debug for Delta<V> {
 /// and the base.
 pub(crate) struct Layers<V: FrozenValue> {
     pub(crate) deltas: Vec<Arc<Delta<V>>>,
-    pub(crate) base: Arc<FrozenLayer<V>>,
+    pub(crate) base: Base<V>,
     /// Counts seals. A writer that looked a key up in the older layers
     /// before taking the fresh delta's lock compares it to know whether its
     /// answer still holds (a seal moves the fresh delta's entries down here;
@@ -160,7 +164,7 @@ impl<V: FrozenValue> Layers<V> {
     pub(crate) fn new(base: FrozenLayer<V>) -> Self {
         Layers {
             deltas: Vec::new(),
-            base: Arc::new(base),
+            base: Base::whole(base),
             seals: 0,
         }
     }

@@ -1,33 +1,37 @@
 //! Merging: the sealed deltas and the base, streamed in key order into a new
-//! frozen layer.
+//! base, part by part.
 //!
 //! The merge reads the older layers through the same k-way merge as the
 //! map's iterators ([`Iter`]), so it holds no keys in memory beyond one batch
-//! per layer and the layer being built. It only *reads* the layers (shared,
-//! immutable `Arc`s): whatever goes wrong — an I/O or format error, a panic
-//! in user code such as [`FrozenValue::encode`], cancellation — the layers are
-//! untouched and nothing is lost; the caller simply does not swap the result
-//! in.
+//! per layer and the part being built. It only *reads* the layers (shared,
+//! immutable `Arc`s), and each part it puts in place answers for its keys as
+//! the sealed deltas over the old base do. So whatever goes wrong — an I/O
+//! or format error, a panic in user code such as [`FrozenValue::encode`],
+//! cancellation — the map answers as before, the sealed deltas stay, and
+//! nothing is lost.
 
 use std::any::Any;
 use std::fmt;
+use std::mem;
 use std::ops::Bound;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::base::{Base, Part};
 use super::iter::Iter;
 use super::layers::Layers;
-use crate::{Error, FrozenLayer, FrozenLayerBuilder, FrozenValue};
+use crate::{Error, FrozenLayerBuilder, FrozenValue};
 
 /// How often (in keys) a merge checks for cancellation and reports its
 /// memory.
 const CHECK_EVERY: u64 = 4096;
 
 /// How a merge ended.
-pub(crate) enum Outcome<V: FrozenValue> {
-    /// The new base, and how long it took to build.
-    Built(FrozenLayer<V>, Duration),
+pub(crate) enum Outcome<T> {
+    /// What was built, and how long it took.
+    Built(T, Duration),
     /// The builder reported an error.
     Failed(Error),
     /// User code panicked (the payload, to resume or describe).
@@ -36,10 +40,10 @@ pub(crate) enum Outcome<V: FrozenValue> {
     Cancelled,
 }
 
-impl<V: FrozenValue> fmt::Debug for Outcome<V> {
+impl<T: fmt::Debug> fmt::Debug for Outcome<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Outcome::Built(layer, time) => f.debug_tuple("Built").field(layer).field(time).finish(),
+            Outcome::Built(built, time) => f.debug_tuple("Built").field(built).field(time).finish(),
             Outcome::Failed(err) => f.debug_tuple("Failed").field(err).finish(),
             Outcome::Panicked(payload) => f
                 .debug_tuple("Panicked")
@@ -51,65 +55,149 @@ impl<V: FrozenValue> fmt::Debug for Outcome<V> {
 }
 
 /// Builds the base that `layers` (sealed deltas and base, no fresh delta)
-/// amount to, which holds `keys` keys. `building` receives the approximate heap bytes of the layer
-/// being built as it grows (0 again at the end).
+/// amount to, which holds `keys` keys, in parts of about `part_keys` keys
+/// (between half and twice that, along the old parts' boundaries where it
+/// can), and hands each part to `publish` as soon as it is built (in key order:
+/// the last one has no upper bound). `building` receives the approximate
+/// heap bytes of the part being built as it grows (0 again at the end).
+///
+/// `layers` is consumed: the merge holds the old base's parts only until
+/// it has read them.
 pub(crate) fn build<V: FrozenValue + Clone>(
-    layers: &Layers<V>,
+    layers: Arc<Layers<V>>,
     keys: usize,
+    part_keys: usize,
     cancel: &AtomicBool,
     building: &AtomicUsize,
-) -> Outcome<V> {
+    publish: &mut dyn FnMut(Part<V>),
+) -> Outcome<()> {
     let started = Instant::now();
-    let result = panic::catch_unwind(AssertUnwindSafe(|| stream(layers, keys, cancel, building)));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        stream(layers, keys, part_keys, cancel, building, publish)
+    }));
     building.store(0, Ordering::Relaxed);
     match result {
-        Ok(Ok(Some(layer))) => Outcome::Built(layer, started.elapsed()),
-        Ok(Ok(None)) => Outcome::Cancelled,
+        Ok(Ok(true)) => Outcome::Built((), started.elapsed()),
+        Ok(Ok(false)) => Outcome::Cancelled,
         Ok(Err(err)) => Outcome::Failed(err),
         Err(payload) => Outcome::Panicked(payload),
     }
 }
 
+/// Returns false if cancelled.
 fn stream<V: FrozenValue + Clone>(
-    layers: &Layers<V>,
+    layers: Arc<Layers<V>>,
     keys: usize,
+    part_keys: usize,
     cancel: &AtomicBool,
     building: &AtomicUsize,
-) -> Result<Option<FrozenLayer<V>>, Error> {
+    publish: &mut dyn FnMut(Part<V>),
+) -> Result<bool, Error> {
     let mut entries =
-        Iter::new(None, layers, Bound::Unbounded, Bound::Unbounded).with_large_batches();
-    let mut builder = FrozenLayerBuilder::memory_with_capacity(estimate(layers, keys));
+        Iter::new(None, &layers, Bound::Unbounded, Bound::Unbounded).with_large_batches();
+    // Parts of about equal size: no small last part.
+    let parts = keys.div_ceil(part_keys.max(1)).max(1);
+    let target = keys.div_ceil(parts).max(1);
+    let per_key = bytes_per_key(&layers.base);
+    let old: Vec<(Option<Box<[u8]>>, usize)> = layers
+        .base
+        .parts()
+        .iter()
+        .map(|part| (part.upper.clone(), part.keys))
+        .collect();
+    drop(layers);
+    // Old parts of about the target size are kept (rebuilt along the same
+    // boundaries) while they stay under twice that; others are cut by count.
+    let regular = |keys: usize| (target / 2..=2 * target).contains(&keys);
+    // The buffer for a new part that starts in old part `at`.
+    let capacity = |at: usize| {
+        let keys = if regular(old[at].1) {
+            old[at].1
+        } else {
+            target
+        };
+        reserve(per_key, keys)
+    };
+    // The old part that holds the keys being read.
+    let mut within = 0;
+    let mut builder = FrozenLayerBuilder::memory_with_capacity(capacity(within));
+    let mut lower: Box<[u8]> = Box::default();
+    let mut built = 0;
     while let Some((key, value)) = entries.next_entry() {
+        let len = builder.len() as usize;
+        let mut crossed = None;
+        while let Some(upper) = &old[within].0
+            && *key >= **upper
+        {
+            crossed = Some(within);
+            within += 1;
+        }
+        let cut = match crossed {
+            // New parts end where old ones did, so that putting one in
+            // place frees the old ones it covers (an old part cut in the
+            // middle would stay whole until the merge passes its end).
+            Some(passed) if len > 0 && len >= target / 2 => old[passed].0.clone(),
+            // A part that grew past twice the size (or an old part far
+            // from the size, such as a whole layer a map was opened with)
+            // is cut by count.
+            _ => {
+                let limit = if regular(old[within].1) {
+                    2 * target
+                } else {
+                    target
+                };
+                (len >= limit).then(|| key.into())
+            }
+        };
+        if let Some(upper) = cut {
+            // Finish the part before starting the next one's buffer.
+            let full = mem::replace(&mut builder, FrozenLayerBuilder::memory());
+            let layer = full.into_layer()?;
+            built += layer.len();
+            publish(Part {
+                lower: mem::replace(&mut lower, upper.clone()),
+                upper: Some(upper),
+                keys: layer.len(),
+                layer: Arc::new(layer),
+            });
+            builder = FrozenLayerBuilder::memory_with_capacity(capacity(within));
+        }
         builder.insert(key, value)?;
         if builder.len() % CHECK_EVERY == 0 {
             if cancel.load(Ordering::Relaxed) {
-                return Ok(None);
+                return Ok(false);
             }
-            let bytes = builder.memory_usage();
-            building.store(bytes, Ordering::Relaxed);
+            building.store(builder.memory_usage(), Ordering::Relaxed);
         }
     }
+    let layer = builder.into_layer()?;
     debug_assert_eq!(
-        builder.len(),
-        keys as u64,
+        built + layer.len(),
+        keys,
         "the map's len disagrees with its layers"
     );
-    builder.into_layer().map(Some)
+    publish(Part {
+        lower,
+        upper: None,
+        keys: layer.len(),
+        layer: Arc::new(layer),
+    });
+    Ok(true)
 }
 
-/// The bytes to reserve for a new base of `keys` keys: the old base's bytes
-/// per key, times `keys`, plus 5%.
+/// The old base's bytes per key, if it has enough keys to say.
+fn bytes_per_key<V: FrozenValue>(base: &Base<V>) -> Option<f64> {
+    (base.len() >= 1024).then(|| base.layer_bytes() as f64 / base.len() as f64)
+}
+
+/// The bytes to reserve for a part of about `keys` keys: `per_key` bytes
+/// per key, plus 5%.
 ///
 /// Without it the output buffer grows by doubling and may hold twice what
 /// it needs at the end, and shrinking it then copies it once more. If the
 /// estimate is short, the buffer grows from it as before.
-fn estimate<V: FrozenValue>(layers: &Layers<V>, keys: usize) -> usize {
-    let base = &layers.base;
-    if base.len() < 1024 {
-        return 0; // too few keys to say
-    }
-    let per_key = base.as_bytes().len() as f64 / base.len() as f64;
-    (per_key * keys as f64 * 1.05) as usize + 4096
+fn reserve(per_key: Option<f64>, keys: usize) -> usize {
+    per_key.map_or(0, |per_key| (per_key * keys as f64 * 1.05) as usize + 4096)
 }
 
 /// A panic payload as text, for error reports.

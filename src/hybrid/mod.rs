@@ -7,7 +7,7 @@
 //! ```text
 //!  writes ──▶ fresh delta    FastArt<Option<V>>, behind an RwLock   (newest)
 //!             sealed deltas  Arc<FastArt<Option<V>>>, immutable      (being merged)
-//!             base           Arc<FrozenLayer<V>>, immutable          (oldest, almost all keys)
+//!             base           Arc<FrozenLayer<V>> per range of keys   (oldest, almost all keys)
 //! ```
 //!
 //! A lookup asks the layers from newest to oldest and the first that knows
@@ -23,11 +23,15 @@
 //!
 //! A **merge** seals the fresh delta (an O(1) swap: it becomes an immutable
 //! sealed delta and an empty fresh delta takes the writes), then streams the
-//! sealed deltas and the base in key order into a new [`FrozenLayer`], and
-//! swaps it in as the base. Nothing is copied in memory but the layer being
-//! built. A merge that fails (an I/O error, a panic in
-//! [`FrozenValue::encode`]) changes nothing: its sealed delta stays, still
-//! read, and the next merge takes it together with the newer writes.
+//! sealed deltas and the base in key order into a new base. It builds that
+//! base in **parts**, one [`FrozenLayer`] per range of about
+//! [`part_keys`](HybridConfig::part_keys) keys, and swaps each part in as
+//! soon as it is built, dropping the old parts it has passed: a merge holds
+//! one part of new base beside the old base, never two whole bases. A merge
+//! that fails (an I/O error, a panic in [`FrozenValue::encode`]) loses
+//! nothing: the parts it put in place answer as the layers they replaced,
+//! its sealed delta stays, still read, and the next merge takes it together
+//! with the newer writes.
 //!
 //! # Concurrency
 //!
@@ -169,6 +173,7 @@
 //! # Ok::<(), memkv::Error>(())
 //! ```
 
+mod base;
 mod filter;
 mod iter;
 mod layers;
@@ -176,6 +181,7 @@ mod merge;
 mod policy;
 mod worker;
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::mem;
 use std::ops::{Bound, RangeBounds};
@@ -188,6 +194,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
+use self::base::{Base, Part};
 use self::filter::key_hash;
 use self::iter::Batch;
 pub use self::iter::Iter;
@@ -271,8 +278,11 @@ pub struct HybridStats {
     /// Bytes of the frozen base (on the heap, or mapped from a file when
     /// [`base_mapped`](Self::base_mapped)).
     pub base_bytes: usize,
-    /// Whether the base is a memory-mapped file (after
-    /// [`open`](HybridMap::open), until the first merge).
+    /// How many layers the base is made of, one per range of keys (see
+    /// [`HybridConfig::part_keys`]).
+    pub base_parts: usize,
+    /// Whether the base is (in part) a memory-mapped file (after
+    /// [`open`](HybridMap::open), until the first merge has replaced it).
     pub base_mapped: bool,
     /// Entries in the deltas (fresh and sealed), tombstones included.
     pub delta_entries: usize,
@@ -384,7 +394,7 @@ impl<V: FrozenValue + Clone> Inner<V> {
                 deltas.extend(current.deltas.iter().cloned());
                 self.layers.store(Arc::new(Layers {
                     deltas,
-                    base: Arc::clone(&current.base),
+                    base: current.base.clone(),
                     seals: current.seals + 1,
                 }));
             } else if current.deltas.is_empty() {
@@ -393,25 +403,64 @@ impl<V: FrozenValue + Clone> Inner<V> {
             keys
         };
         let snapshot = self.layers.load_full();
+        // The old base's parts not yet replaced, and the new parts.
+        let mut old: VecDeque<Part<V>> = snapshot.base.parts().iter().cloned().collect();
+        let mut new: Vec<Part<V>> = Vec::new();
+        // Only merges (and `clear`, which waits for them) replace the
+        // layers, and we hold the merge lock: what is in place is
+        // `snapshot`, with the parts published so far. Each part answers
+        // for its keys as the sealed deltas and the old base did, so the
+        // fresh delta needs no lock.
+        let mut publish = |part: Part<V>| {
+            match &part.upper {
+                None => old.clear(),
+                Some(upper) => {
+                    while old
+                        .front()
+                        .is_some_and(|p| p.upper.as_ref().is_some_and(|u| u <= upper))
+                    {
+                        old.pop_front();
+                    }
+                    if let Some(straddling) = old.front_mut()
+                        && straddling.lower < *upper
+                    {
+                        straddling.start_at(upper);
+                    }
+                }
+            }
+            new.push(part);
+            let current = self.layers.load();
+            let parts = new.iter().chain(&old).cloned().collect();
+            self.layers.store(Arc::new(Layers {
+                deltas: current.deltas.clone(),
+                base: Base::from_parts(parts),
+                seals: current.seals,
+            }));
+        };
         self.merging.store(true, Ordering::Relaxed);
-        let outcome = merge::build(&snapshot, keys, &self.mailbox.cancel, &self.building);
+        let outcome = merge::build(
+            snapshot,
+            keys,
+            self.config.part_keys,
+            &self.mailbox.cancel,
+            &self.building,
+            &mut publish,
+        );
         self.merging.store(false, Ordering::Relaxed);
         let mut record = self.record();
         match outcome {
-            Outcome::Built(base, duration) => {
+            Outcome::Built((), duration) => {
                 record.merges += 1;
                 record.last_duration = Some(duration);
-                record.last_keys = base.len();
+                record.last_keys = keys;
                 record.last_error = None;
                 drop(record);
-                // Only merges replace the layers' contents, and we hold the
-                // merge lock: `snapshot` is still what is in place, give or
-                // take nothing. The new base answers as its sealed deltas
-                // and old base did, so the fresh delta needs no lock.
+                // The sealed deltas are all in the new base now.
+                let current = self.layers.load_full();
                 self.layers.store(Arc::new(Layers {
                     deltas: Vec::new(),
-                    base: Arc::new(base),
-                    seals: snapshot.seals,
+                    base: current.base.clone(),
+                    seals: current.seals,
                 }));
                 Merged::Done
             }
@@ -514,8 +563,8 @@ where
     /// As [`freeze`](Self::freeze).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         self.freeze()?;
-        let base = Arc::clone(&self.inner.layers.load().base);
-        base.save(path)
+        let layers = self.inner.layers.load_full();
+        layers.base.save(path.as_ref())
     }
 
     /// The number of keys.
@@ -634,7 +683,7 @@ where
         *fresh = Delta::with_capacity(self.inner.config.delta_keys_hint(0));
         self.inner.layers.store(Arc::new(Layers {
             deltas: Vec::new(),
-            base: Arc::new(empty),
+            base: Base::whole(empty),
             seals,
         }));
         self.inner.len.store(0, Ordering::Release);
@@ -748,10 +797,9 @@ where
                     offer(key, slot.clone());
                 }
             }
-            let base = &layers.base;
             let from_base = match edge {
-                Edge::First => base.range::<[u8], _>((bound, Bound::Unbounded)).next(),
-                Edge::Last => last_before(base, bound),
+                Edge::First => layers.base.first_from(bound),
+                Edge::Last => layers.base.last_before(bound),
             };
             if let Some((key, value)) = from_base {
                 offer(&key, Some(value));
@@ -820,7 +868,7 @@ where
             fresh.art().len(),
             fresh.memory_usage(),
             layers.base.len(),
-            layers.base.as_bytes().len(),
+            layers.base.layer_bytes(),
         )
     }
 
@@ -864,7 +912,8 @@ where
         HybridStats {
             len,
             base_keys: layers.base.len(),
-            base_bytes: layers.base.as_bytes().len(),
+            base_bytes: layers.base.layer_bytes(),
+            base_parts: layers.base.parts().len(),
             base_mapped: layers.base.mapped_bytes() > 0,
             delta_entries: entries + layers.delta_entries(),
             delta_tombstones: tombstones + layers.delta_tombstones(),
@@ -905,25 +954,6 @@ where
 enum Edge {
     First,
     Last,
-}
-
-/// The base's last entry before `bound` (an exclusive upper bound).
-fn last_before<V: FrozenValue>(base: &FrozenLayer<V>, bound: Bound<&[u8]>) -> Option<(Vec<u8>, V)> {
-    let Bound::Excluded(limit) = bound else {
-        return base.last_key_value();
-    };
-    // The ordinal of the first key >= limit, then the one before it.
-    let after = match base.rank(limit) {
-        Some(ordinal) => Some(ordinal),
-        None => base
-            .range::<[u8], _>((Bound::Included(limit), Bound::Unbounded))
-            .next_entry()
-            .map(|(key, _)| base.rank(key).expect("a key the layer just yielded")),
-    };
-    match after {
-        Some(ordinal) => ordinal.checked_sub(1).and_then(|before| base.nth(before)),
-        None => base.last_key_value(),
-    }
 }
 
 fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -1014,20 +1044,44 @@ where
 mod tests {
     use super::*;
 
+    /// The lower bounds of the base's parts.
+    fn part_bounds(map: &HybridMap<u64>) -> Vec<Vec<u8>> {
+        let layers = map.inner.layers.load();
+        layers
+            .base
+            .parts()
+            .iter()
+            .map(|p| p.lower.to_vec())
+            .collect()
+    }
+
     #[test]
-    fn last_before_walks_back_by_ordinal() {
-        let base = FrozenLayer::from_sorted_iter([("b", 1u8), ("d", 2), ("f", 3)]).unwrap();
-        let key = |bound: &[u8]| last_before(&base, Bound::Excluded(bound)).map(|(k, _)| k);
-        assert_eq!(key(b"a"), None);
-        assert_eq!(key(b"b"), None);
-        assert_eq!(key(b"c"), Some(b"b".to_vec()));
-        assert_eq!(key(b"d"), Some(b"b".to_vec()));
-        assert_eq!(key(b"e"), Some(b"d".to_vec()));
-        assert_eq!(key(b"z"), Some(b"f".to_vec()));
-        assert_eq!(
-            last_before(&base, Bound::Unbounded).map(|(k, _)| k),
-            Some(b"f".to_vec())
-        );
+    fn merges_keep_the_parts_boundaries() {
+        let map = HybridConfig::new().manual().part_keys(100).build::<u64>();
+        for i in 0..1000u64 {
+            map.insert(format!("{i:04}"), i);
+        }
+        map.freeze().unwrap();
+        let first = part_bounds(&map);
+        assert_eq!(first.len(), 10);
+        // Updates, removals and an insert: the same boundaries.
+        for i in (0..1000u64).step_by(7) {
+            map.insert(format!("{i:04}"), i + 1);
+        }
+        map.remove("0005");
+        map.remove("0300"); // a part's first key
+        map.insert("0005x", 5);
+        map.freeze().unwrap();
+        assert_eq!(part_bounds(&map), first);
+        // One range grows past twice the size: it alone is split.
+        for i in 0..300u64 {
+            map.insert(format!("0500{i:03}"), i);
+        }
+        map.freeze().unwrap();
+        let grown = part_bounds(&map);
+        assert_eq!(grown.len(), 11);
+        assert!(first.iter().all(|bound| grown.contains(bound)));
+        assert_eq!(map.len(), 1299);
     }
 
     #[test]

@@ -37,15 +37,18 @@ pub struct HybridConfig {
     pub(crate) byte_budget: usize,
     pub(crate) min_delta_keys: usize,
     pub(crate) background: bool,
+    pub(crate) part_keys: usize,
 }
 
 impl HybridConfig {
     /// The default [`key_ratio`](Self::key_ratio).
-    pub const DEFAULT_KEY_RATIO: f64 = 0.125;
+    pub const DEFAULT_KEY_RATIO: f64 = 0.1;
     /// The default [`byte_budget`](Self::byte_budget): 256 MiB.
     pub const DEFAULT_BYTE_BUDGET: usize = 256 << 20;
     /// The default [`min_delta_keys`](Self::min_delta_keys).
     pub const DEFAULT_MIN_DELTA_KEYS: usize = 4096;
+    /// The default [`part_keys`](Self::part_keys): 2^18 (262,144).
+    pub const DEFAULT_PART_KEYS: usize = 1 << 18;
 
     /// The default policy.
     pub fn new() -> Self {
@@ -55,6 +58,7 @@ impl HybridConfig {
             byte_budget: Self::DEFAULT_BYTE_BUDGET,
             min_delta_keys: Self::DEFAULT_MIN_DELTA_KEYS,
             background: true,
+            part_keys: Self::DEFAULT_PART_KEYS,
         }
     }
 
@@ -101,6 +105,21 @@ impl HybridConfig {
     /// [`freeze`](super::HybridMap::freeze) runs in its caller's thread.
     pub fn background(mut self, background: bool) -> Self {
         self.background = background;
+        self
+    }
+
+    /// A merge builds the base in parts (one frozen layer per range of keys)
+    /// of about `keys` keys each, and swaps each part in as soon as it is
+    /// built, dropping the old parts it replaces. So a merge holds one
+    /// part's worth of new base beside the old base, not two whole bases;
+    /// smaller parts lower that peak but share fewer suffixes (see the
+    /// [module documentation](super#choosing-the-merge-policy)).
+    ///
+    /// # Panics
+    /// If `keys` is 0.
+    pub fn part_keys(mut self, keys: usize) -> Self {
+        assert!(keys > 0, "part_keys must be at least 1");
+        self.part_keys = keys;
         self
     }
 
@@ -172,6 +191,7 @@ impl fmt::Debug for HybridConfig {
             .field("byte_budget", &self.byte_budget)
             .field("min_delta_keys", &self.min_delta_keys)
             .field("background", &self.background)
+            .field("part_keys", &self.part_keys)
             .finish()
     }
 }
