@@ -7,9 +7,10 @@
 //! cargo run --release -p memkv-bench --example hybrid_merge -- --dataset data/debian-paths.txt
 //! ```
 //!
-//! The base is built directly from the sorted keys and split into the
-//! parts a merge makes (by a first merge, not measured: a map that has
-//! merged before, as in steady use); then `--delta-share` of the keys, picked at random, are updated through
+//! The base is built directly from the sorted keys (each with its line
+//! number as the value) and split into the parts a merge makes (by a first
+//! merge, not measured: a map that has merged before, as in steady use);
+//! then `--delta-share` of the keys, picked at random, are updated through
 //! `insert` (they go to the delta); then `merge_in_background` starts the
 //! merge and this thread looks up random keys until it ends, timing each
 //! lookup. Memory (jemalloc `stats.allocated`, less what was allocated
@@ -58,16 +59,21 @@ fn main() {
         Some(path) => std::fs::read(path).expect("reading the dataset"),
         None => SAMPLE.to_vec(),
     };
-    let mut keys: Vec<&[u8]> = data
+    // Each key's value is its line number in the dataset, as in the main
+    // harness: values in key order look random, as they would in use (an
+    // ordinal in key order would pack into fewer bits per part).
+    let mut entries: Vec<(&[u8], u64)> = data
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
+        .enumerate()
+        .map(|(i, key)| (key, i as u64))
         .collect();
-    keys.sort_unstable();
-    keys.dedup();
+    entries.sort_unstable();
+    entries.dedup_by(|a, b| a.0 == b.0);
+    let keys: Vec<&[u8]> = entries.iter().map(|(key, _)| *key).collect();
     let n = keys.len();
     let before = allocated();
-    let base = FrozenLayer::from_sorted_iter(keys.iter().enumerate().map(|(i, k)| (*k, i as u64)))
-        .expect("building the base");
+    let base = FrozenLayer::from_sorted_iter(entries.iter().copied()).expect("building the base");
     let mut config = HybridConfig::new().manual();
     if let Some(keys) = args.part_keys {
         config = config.part_keys(keys);

@@ -182,6 +182,10 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
             }
             Sink::Buffer(into) => {
                 let fst_len = (fst.len() - format::HEADER_LEN) as u64;
+                // Room for the column and trailer in one step, rather than
+                // a doubling of the whole layer's buffer.
+                let mut fst = fst;
+                fst.reserve_exact(V::Column::builder_heap_bytes(&self.column) + 4096);
                 let mut out = ChecksumWriter::after(fst);
                 finish_layer::<V, _>(&mut out, self.column, self.len, fst_len)?;
                 Ok(into(out.into_inner()))

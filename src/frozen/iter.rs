@@ -1,6 +1,7 @@
 //! Streams over a frozen layer's entries, in key order.
 
 use std::fmt;
+use std::ops::Bound;
 
 use fst::Streamer;
 use fst::automaton::{AlwaysMatch, Automaton};
@@ -16,11 +17,12 @@ use super::fst_node::{CommonCodes, NodeView, common_codes, single_transition};
 ///
 /// This is a stream over the fst: it walks the transducer once, keeping the
 /// current key in a buffer, and decodes each value from the column by the
-/// key's ordinal. A whole-layer [`iter`](FrozenLayer::iter) walks the fst's
-/// bytes itself (a depth-first walk that decodes each node's header once
-/// and keeps no frame for single-transition nodes, ~2× the fst crate's
-/// general stream); the others run the fst crate's streams. Two ways to
-/// consume it:
+/// key's ordinal. [`iter`](FrozenLayer::iter), [`range`](FrozenLayer::range)
+/// and [`prefix`](FrozenLayer::prefix) walk the fst's bytes themselves (a
+/// depth-first walk that decodes each node's header once and keeps no frame
+/// for single-transition nodes, 2–3× the fst crate's general stream);
+/// [`search`](FrozenLayer::search) runs the fst crate's automaton stream.
+/// Two ways to consume it:
 ///
 /// * as an [`Iterator`] of `(Vec<u8>, V)`: convenient, but the key is copied
 ///   into a fresh `Vec` for every entry (one allocation each);
@@ -39,10 +41,16 @@ enum Source<'a, A: Automaton> {
 }
 
 impl<'a, V: FrozenValue> Iter<'a, V> {
-    /// Every entry, by a walk over the fst's bytes.
-    pub(crate) fn walk(data: &'a [u8], root: u64, layer: &'a FrozenLayer<V>) -> Self {
+    /// The entries in `start..end`, by a walk over the fst's bytes.
+    pub(crate) fn walk(
+        data: &'a [u8],
+        root: u64,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        layer: &'a FrozenLayer<V>,
+    ) -> Self {
         Iter {
-            source: Source::Walk(Walker::new(data, root)),
+            source: Source::Walk(Walker::new(data, root, start, end)),
             layer,
         }
     }
@@ -96,7 +104,7 @@ impl<V: FrozenValue, A: Automaton> fmt::Debug for Iter<'_, V, A> {
     }
 }
 
-/// A depth-first walk over all of an fst's keys, in order, with their
+/// A depth-first walk over an fst's keys in a range, in order, with their
 /// outputs.
 pub(crate) struct Walker<'a> {
     data: &'a [u8],
@@ -108,6 +116,8 @@ pub(crate) struct Walker<'a> {
     /// A node reached but not yet entered: its address and the output
     /// gathered on the way.
     reached: Option<(u64, u64)>,
+    /// Where the walk stops.
+    end: Bound<Vec<u8>>,
 }
 
 struct Frame {
@@ -121,13 +131,87 @@ struct Frame {
 }
 
 impl<'a> Walker<'a> {
-    pub(crate) fn new(data: &'a [u8], root: u64) -> Self {
-        Walker {
+    /// A walk over the keys in `start..end` of the fst in `data` whose root
+    /// is at `root`.
+    pub(crate) fn new(data: &'a [u8], root: u64, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Self {
+        let mut walker = Walker {
             data,
             codes: common_codes(),
             stack: Vec::new(),
             key: Vec::new(),
-            reached: Some((root, 0)),
+            reached: None,
+            end: match end {
+                Bound::Included(key) => Bound::Included(key.to_vec()),
+                Bound::Excluded(key) => Bound::Excluded(key.to_vec()),
+                Bound::Unbounded => Bound::Unbounded,
+            },
+        };
+        match start {
+            Bound::Unbounded => walker.reached = Some((root, 0)),
+            Bound::Included(key) => walker.seek(root, key, true),
+            Bound::Excluded(key) => walker.seek(root, key, false),
+        }
+        walker
+    }
+
+    /// Sets the walk up to go on from the first key after `target` (or at
+    /// it, if `inclusive`): descends along `target`, leaving a frame for the
+    /// larger transitions of each node on the way, as if the walk had just
+    /// passed `target`.
+    fn seek(&mut self, root: u64, target: &[u8], inclusive: bool) {
+        let (mut addr, mut output) = (root, 0);
+        for (depth, &byte) in target.iter().enumerate() {
+            // The node's own key is a proper prefix of `target`, so smaller:
+            // its final output, if any, is not in range.
+            let node = NodeView::new(self.data, addr, self.codes);
+            let mut next = 0;
+            while next < node.len && node.transition(self.data, next).input < byte {
+                next += 1;
+            }
+            let on_path = (next < node.len)
+                .then(|| node.transition(self.data, next))
+                .filter(|t| t.input == byte);
+            let later = next + usize::from(on_path.is_some());
+            if later < node.len {
+                self.stack.push(Frame {
+                    node,
+                    next: later,
+                    output,
+                    depth,
+                });
+            }
+            // No key continues along `target`: the walk goes on from the
+            // frames (their keys are prefixes of the key buffer).
+            let Some(t) = on_path else {
+                return;
+            };
+            self.key.push(byte);
+            addr = t.addr;
+            output += t.output;
+        }
+        if inclusive {
+            self.reached = Some((addr, output));
+        } else {
+            // `target` itself is out, the keys below it are in.
+            let node = NodeView::new(self.data, addr, self.codes);
+            if node.len > 0 {
+                self.stack.push(Frame {
+                    node,
+                    next: 0,
+                    output,
+                    depth: target.len(),
+                });
+            }
+        }
+    }
+
+    /// Whether `key` lies past the end of the walk.
+    #[inline]
+    fn past_end(&self, key: &[u8]) -> bool {
+        match &self.end {
+            Bound::Unbounded => false,
+            Bound::Included(end) => key > end.as_slice(),
+            Bound::Excluded(end) => key >= end.as_slice(),
         }
     }
 
@@ -168,6 +252,11 @@ impl<'a> Walker<'a> {
                 });
             }
             if node.is_final {
+                if self.past_end(&self.key) {
+                    // Keys only grow from here.
+                    self.stack.clear();
+                    return None;
+                }
                 return Some((&self.key, output + node.final_output));
             }
         }

@@ -397,7 +397,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// All entries in key order; see [`Iter`] for the allocating and the
     /// lending way to consume them.
     pub fn iter(&self) -> Iter<'_, V> {
-        Iter::walk(self.fst.as_bytes(), self.fst.root().addr() as u64, self)
+        self.walk(Bound::Unbounded, Bound::Unbounded)
     }
 
     /// The entries whose keys lie in `range`, in key order. A range whose
@@ -416,29 +416,24 @@ impl<V: FrozenValue> FrozenLayer<V> {
         T: AsRef<[u8]> + ?Sized,
         R: RangeBounds<T>,
     {
-        let mut stream = self.fst.range();
-        stream = match range.start_bound() {
-            Bound::Included(key) => stream.ge(key),
-            Bound::Excluded(key) => stream.gt(key),
-            Bound::Unbounded => stream,
-        };
-        stream = match range.end_bound() {
-            Bound::Included(key) => stream.le(key),
-            Bound::Excluded(key) => stream.lt(key),
-            Bound::Unbounded => stream,
-        };
-        Iter::new(stream.into_stream(), self)
+        self.walk(
+            range.start_bound().map(AsRef::as_ref),
+            range.end_bound().map(AsRef::as_ref),
+        )
     }
 
     /// The entries whose keys start with `prefix`, in key order.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Iter<'_, V> {
         let prefix = prefix.as_ref();
-        let stream = self.fst.range().ge(prefix);
-        let stream = match prefix_successor(prefix) {
-            Some(end) => stream.lt(end),
-            None => stream,
-        };
-        Iter::new(stream.into_stream(), self)
+        match prefix_successor(prefix) {
+            Some(end) => self.walk(Bound::Included(prefix), Bound::Excluded(&end)),
+            None => self.walk(Bound::Included(prefix), Bound::Unbounded),
+        }
+    }
+
+    fn walk(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Iter<'_, V> {
+        let root = self.fst.root().addr() as u64;
+        Iter::walk(self.fst.as_bytes(), root, start, end, self)
     }
 
     /// The entries whose keys `automaton` accepts, in key order. The fst is

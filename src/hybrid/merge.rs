@@ -56,8 +56,8 @@ impl<T: fmt::Debug> fmt::Debug for Outcome<T> {
 
 /// Builds the base that `layers` (sealed deltas and base, no fresh delta)
 /// amount to, which holds `keys` keys, in parts of about `part_keys` keys
-/// (between half and twice that, along the old parts' boundaries where it
-/// can), and hands each part to `publish` as soon as it is built (in key order:
+/// (between half and one and a half times that, along the old parts'
+/// boundaries where it can), and hands each part to `publish` as soon as it is built (in key order:
 /// the last one has no upper bound). `building` receives the approximate
 /// heap bytes of the part being built as it grows (0 again at the end).
 ///
@@ -95,28 +95,42 @@ fn stream<V: FrozenValue + Clone>(
 ) -> Result<bool, Error> {
     let mut entries =
         Iter::new(None, &layers, Bound::Unbounded, Bound::Unbounded).with_large_batches();
-    // Parts of about equal size: no small last part.
-    let parts = keys.div_ceil(part_keys.max(1)).max(1);
-    let target = keys.div_ceil(parts).max(1);
-    let per_key = bytes_per_key(&layers.base);
-    let old: Vec<(Option<Box<[u8]>>, usize)> = layers
+    // A fixed size, not the map's keys over a number of parts: that would
+    // shift as the map grows and push parts out of their range of sizes,
+    // and cutting an old part in the middle keeps its whole layer (and the
+    // new parts that already cover some of it) until the merge passes its
+    // end.
+    let target = part_keys.max(1);
+    let average = bytes_per_key(&layers.base);
+    // Each old part's upper bound, keys, and bytes per key.
+    let old: Vec<OldPart> = layers
         .base
         .parts()
         .iter()
-        .map(|part| (part.upper.clone(), part.keys))
+        .map(|part| {
+            let layer = &part.layer;
+            let per_key =
+                (layer.len() >= 1024).then(|| layer.as_bytes().len() as f64 / layer.len() as f64);
+            (part.upper.clone(), part.keys, per_key.or(average))
+        })
         .collect();
     drop(layers);
     // Old parts of about the target size are kept (rebuilt along the same
-    // boundaries) while they stay under twice that; others are cut by count.
-    let regular = |keys: usize| (target / 2..=2 * target).contains(&keys);
-    // The buffer for a new part that starts in old part `at`.
+    // boundaries) while they stay under one and a half times that (a part
+    // being built, and the old one it replaces, are a merge's extra memory);
+    // others are cut by count.
+    let largest = target + target / 2;
+    let regular = |keys: usize| (target / 2..=largest).contains(&keys);
+    // The buffer for a new part that starts in old part `at`: most new
+    // parts replace one old part, at about its size, and none is larger
+    // than the target when it is cut by count.
     let capacity = |at: usize| {
         let keys = if regular(old[at].1) {
             old[at].1
         } else {
-            target
+            old[at].1.min(target)
         };
-        reserve(per_key, keys)
+        reserve(old[at].2, keys)
     };
     // The old part that holds the keys being read.
     let mut within = 0;
@@ -137,12 +151,12 @@ fn stream<V: FrozenValue + Clone>(
             // place frees the old ones it covers (an old part cut in the
             // middle would stay whole until the merge passes its end).
             Some(passed) if len > 0 && len >= target / 2 => old[passed].0.clone(),
-            // A part that grew past twice the size (or an old part far
+            // A part that grew past the largest size (or an old part far
             // from the size, such as a whole layer a map was opened with)
             // is cut by count.
             _ => {
                 let limit = if regular(old[within].1) {
-                    2 * target
+                    largest
                 } else {
                     target
                 };
@@ -185,19 +199,23 @@ fn stream<V: FrozenValue + Clone>(
     Ok(true)
 }
 
+/// An old part as a merge sees it: its upper bound, its keys, and its
+/// layer's bytes per key (if it has enough keys to say).
+type OldPart = (Option<Box<[u8]>>, usize, Option<f64>);
+
 /// The old base's bytes per key, if it has enough keys to say.
 fn bytes_per_key<V: FrozenValue>(base: &Base<V>) -> Option<f64> {
     (base.len() >= 1024).then(|| base.layer_bytes() as f64 / base.len() as f64)
 }
 
 /// The bytes to reserve for a part of about `keys` keys: `per_key` bytes
-/// per key, plus 5%.
+/// per key, plus 10%.
 ///
 /// Without it the output buffer grows by doubling and may hold twice what
 /// it needs at the end, and shrinking it then copies it once more. If the
 /// estimate is short, the buffer grows from it as before.
 fn reserve(per_key: Option<f64>, keys: usize) -> usize {
-    per_key.map_or(0, |per_key| (per_key * keys as f64 * 1.05) as usize + 4096)
+    per_key.map_or(0, |per_key| (per_key * keys as f64 * 1.1) as usize + 4096)
 }
 
 /// A panic payload as text, for error reports.

@@ -71,7 +71,7 @@
 //! copy of the fresh delta's entries in its range, taken under the read lock
 //! when it is created. For a range or prefix scan that copy is small; for
 //! [`iter`](HybridMap::iter) it is the whole fresh delta, which the policy
-//! bounds (by default an eighth of the base's keys). Measured on the Debian
+//! bounds (by default a tenth of the base's keys). Measured on the Debian
 //! sample: 80–180 ns and about 150 bytes of buffer per copied entry, so 1 ms
 //! for a fresh delta of 12,500 entries, during which writers wait; on 7.3 M
 //! keys a full delta of 900,000 entries would take on the order of 100 ms.
@@ -82,48 +82,67 @@
 //!
 //! # Choosing the merge policy
 //!
-//! A merge rebuilds the whole base: its cost is the frozen layer's build
-//! speed (about 1.2 M keys/s here, merging included: 6.1 s for 7.3 M keys on
-//! this project's shared 2-core machine), whatever the delta's size. The
-//! policy ([`HybridConfig`]) trades three things against each other:
+//! A merge rewrites the whole base, part by part: its cost is the frozen
+//! layer's build speed (about 1.2 M keys/s here, merging included: 6.3 s for
+//! 7.3 M keys on this project's shared 2-core machine), whatever the delta's
+//! size. The policy ([`HybridConfig`]) trades three things against each
+//! other:
 //!
-//! * **memory**: each delta entry costs about 50 bytes (a `FastArt` leaf and
+//! * **memory**: each delta entry costs about 55 bytes (a `FastArt` leaf and
 //!   path for a 63-byte path with an `Option<u64>`, and its filter bits;
 //!   measured 52.6 B/entry for 695,000 entries on the 7.3 M paths) against
-//!   the base's 9.1 bytes per key. A delta of share `r` adds about `50 r`
+//!   the base's 9.7 bytes per key. A delta of share `r` adds about `55 r`
 //!   bytes per key;
 //! * **merge work**: rebuilding N keys every `r N` writes costs `1 / r` keys
-//!   built per write, 5–7 µs of background CPU per write at `r = 0.125`
+//!   built per write, about 8 µs of background CPU per write at `r = 0.1`
 //!   (compare a `FastArt` insert, about 1–3 µs);
-//! * **memory during a merge**: the old base, the sealed delta, the new base
-//!   (its buffer sized from the old one's bytes per key), the fst builder's
-//!   node cache (up to 16 MiB) and the fresh delta live together.
+//! * **memory during a merge**: the base, the sealed delta, the fresh delta
+//!   (which takes the writes that arrive meanwhile) and one part being
+//!   built, with its fst builder's node cache. The old part that the new one
+//!   replaces stays until the new one is in place, so about two parts ride
+//!   on top of the base.
 //!
-//! The default, a key ratio of 1/8 (with a floor of 4,096 entries and a
-//! 256 MiB budget), keeps a map that is merged now and then within the
-//! issue's 20 bytes per key on the Debian paths: 9.1 (base) + 50/8 ≈ 15
-//! bytes per key just before a merge, 9.1 right after. Measured on the 7.3 M
-//! paths with a 9.5% delta (`examples/hybrid_merge.rs` in the harness):
+//! [`part_keys`](HybridConfig::part_keys) sets the parts' size: larger
+//! parts share more suffixes (a smaller base), smaller ones lower the peak.
+//! One merge of the 7.3 M paths with a 9.5% delta
+//! (`examples/hybrid_merge.rs` in the harness, one layer of the same keys:
+//! 9.09 B/key):
 //!
-//! | state | bytes/key |
-//! |---|--:|
-//! | base alone (`FrozenLayer<u64>`) | 9.09 |
-//! | base + delta of 695,135 entries | 14.10 |
-//! | peak during the merge | 30.5 |
-//! | after the merge | 9.10 |
+//! | `part_keys` | parts | base B/key | base + delta | peak during the merge | merge |
+//! |--:|--:|--:|--:|--:|--:|
+//! | 2^17 | 56 | 9.96 | 14.99 | 15.69 | 7.0 s |
+//! | **2^18** | 28 | 9.68 | 14.69 | **15.96** | 6.3 s |
+//! | 2^19 | 14 | 9.48 | 14.49 | 16.90 | 5.8 s |
+//! | 2^20 |  7 | 9.13 | 14.14 | 18.71 | 6.2 s |
+//! | one layer (before parts) | 1 | 9.09 | 14.10 | 30.5 | 6.1 s |
 //!
-//! The steady mixed workload of issue 5 (90% lookups, 10% writes of random
-//! keys; harness `examples/hybrid_mixed.rs`), on the full 7.3 M paths with
-//! the default policy, 16 M operations with merges running in the
-//! background (6.57 M keys loaded first by single inserts): 16.2 bytes per
-//! key on average, 37.0 at the peak of a merge (`FastArt`: 35.7); lookups
-//! 303 k/s against `FastArt`'s 374 k/s (0.81×); writes 187 k/s against
-//! 349 k/s (0.54×) in the writing thread's time, 102 k/s (0.29×) if the
-//! merge thread's CPU is charged to the writes (the honest figure when
-//! every core is busy). On the 100,000-key sample (1 M operations) the
-//! fixed costs of each merge dominate and a hybrid map is not smaller than
-//! a `FastArt` (50.3 B/key), so the sample shows only how the ratio trades
-//! memory for throughput:
+//! The defaults, a key ratio of 1/10 (with a floor of 4,096 entries and a
+//! 256 MiB budget) and parts of 2^18 keys, keep a map within the 20 bytes
+//! per key of issue 5 on the Debian paths, merges included. The steady
+//! mixed workload of that issue (90% lookups, 10% writes of random keys;
+//! harness `examples/hybrid_mixed.rs`), on the full 7.3 M paths, 16 M
+//! operations with merges running in the background (6.57 M keys loaded
+//! first by single inserts; the keys are a sparser set than all 7.3 M, so
+//! the base takes 11.3 B/key):
+//!
+//! | | `HybridMap` (defaults) | `FastArt` |
+//! |---|--:|--:|
+//! | memory: mean / peak | 15.3 / **19.7** B/key | 35.7 / 35.7 B/key |
+//! | lookups | 337 k/s (0.84×) | 403 k/s |
+//! | writes, in the writing thread's time | 212 k/s (0.56×) | 382 k/s |
+//! | writes, the merge thread's CPU charged to them | 75 k/s (0.20×) | 381 k/s |
+//!
+//! The last row is the honest figure when every core is busy: rebuilding
+//! the base for every tenth of it written costs more than the writes
+//! themselves, and only a design that rewrites less per merge (LSM-style
+//! tiers of frozen runs) would change it. With a key ratio of 1/8 the
+//! same workload peaked at 21.7–23.2 B/key (parts of 2^19) and 21.8 (2^18),
+//! with merge CPU charged writes at 0.29–0.34×. On the 100,000-key sample
+//! (1 M operations; measured before bases were split into parts, which
+//! does not change a map that fits in one part) the fixed costs of each
+//! merge dominate and a hybrid map is not smaller than a `FastArt` (50.3
+//! B/key), so the sample shows only how the ratio trades memory for
+//! throughput:
 //!
 //! | `key_ratio` | merges | mean B/key | peak B/key | lookups/s (× FastArt) | writes/s, merge CPU charged (× FastArt) |
 //! |--:|--:|--:|--:|--:|--:|
@@ -132,8 +151,8 @@
 //! | 0.25  |  9 | 57.8 |  96.8 | 915 k (0.69×) | 134 k (0.11×) |
 //! | 0.5   |  5 | 49.4 | 109.3 | 720 k (0.54×) | 280 k (0.24×) |
 //!
-//! (Raw output: `harness/results/hybrid-*.md`.) The default stays at 1/8 for
-//! the memory bound above; raise it for write-heavy use.
+//! (Raw output: `harness/results/hybrid-*.md`.) Raise the ratio for
+//! write-heavy use, at the cost of memory.
 //!
 //! Lookups cost what a [`FrozenLayer::get`] costs (a walk of the fst, about
 //! 3 µs for these paths on this machine) plus a read lock, one hash of the
@@ -144,8 +163,8 @@
 //!
 //! Readers never wait for a merge. Measured with `examples/hybrid_merge.rs`
 //! (one thread looking up random keys while a background merge of 7.3 M keys
-//! runs): 1.85 M lookups during a 6.1 s merge took 3.2 µs on average, 31
-//! took over 100 µs and the slowest 5.8 ms: the scheduler (the merge thread
+//! runs): 1.77 M lookups during a 6.3 s merge took 3.5 µs on average, 102
+//! took over 100 µs and the slowest 4.0 ms: the scheduler (the merge thread
 //! and the reader share two cores with other work), not a lock, as no lock
 //! is shared between a reader and a building merge.
 //!
@@ -1073,13 +1092,14 @@ mod tests {
         map.insert("0005x", 5);
         map.freeze().unwrap();
         assert_eq!(part_bounds(&map), first);
-        // One range grows past twice the size: it alone is split.
+        // One range grows past one and a half times the size: it alone is
+        // split (into 150 + 150 + 100 keys).
         for i in 0..300u64 {
             map.insert(format!("0500{i:03}"), i);
         }
         map.freeze().unwrap();
         let grown = part_bounds(&map);
-        assert_eq!(grown.len(), 11);
+        assert_eq!(grown.len(), 12);
         assert!(first.iter().all(|bound| grown.contains(bound)));
         assert_eq!(map.len(), 1299);
     }

@@ -42,13 +42,13 @@ pub struct HybridConfig {
 
 impl HybridConfig {
     /// The default [`key_ratio`](Self::key_ratio).
-    pub const DEFAULT_KEY_RATIO: f64 = 0.1;
+    pub const DEFAULT_KEY_RATIO: f64 = 0.06;
     /// The default [`byte_budget`](Self::byte_budget): 256 MiB.
     pub const DEFAULT_BYTE_BUDGET: usize = 256 << 20;
     /// The default [`min_delta_keys`](Self::min_delta_keys).
     pub const DEFAULT_MIN_DELTA_KEYS: usize = 4096;
-    /// The default [`part_keys`](Self::part_keys): 2^18 (262,144).
-    pub const DEFAULT_PART_KEYS: usize = 1 << 18;
+    /// The default [`part_keys`](Self::part_keys): 2^20 (1,048,576).
+    pub const DEFAULT_PART_KEYS: usize = 1 << 20;
 
     /// The default policy.
     pub fn new() -> Self {
