@@ -226,7 +226,7 @@ fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 /// [`next_entry`](Self::next_entry), which lends the key and allocates only
 /// once per batch.
 ///
-/// Like [`FrozenLayer`]'s streams it runs forward only (the fst has no
+/// Like [`FrozenLayer`](crate::FrozenLayer)'s streams it runs forward only (the fst has no
 /// reverse stream); [`last_key_value`](super::HybridMap::last_key_value)
 /// finds the last entry without one.
 pub struct Iter<V: FrozenValue> {

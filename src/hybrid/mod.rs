@@ -71,7 +71,7 @@
 //! copy of the fresh delta's entries in its range, taken under the read lock
 //! when it is created. For a range or prefix scan that copy is small; for
 //! [`iter`](HybridMap::iter) it is the whole fresh delta, which the policy
-//! bounds (by default a tenth of the base's keys). Measured on the Debian
+//! bounds (by default 6% of the base's keys). Measured on the Debian
 //! sample: 80–180 ns and about 150 bytes of buffer per copied entry, so 1 ms
 //! for a fresh delta of 12,500 entries, during which writers wait; on 7.3 M
 //! keys a full delta of 900,000 entries would take on the order of 100 ms.
@@ -83,7 +83,7 @@
 //! # Choosing the merge policy
 //!
 //! A merge rewrites the whole base, part by part: its cost is the frozen
-//! layer's build speed (about 1.2 M keys/s here, merging included: 6.3 s for
+//! layer's build speed (about 1.3 M keys/s here, merging included: 5.5 s for
 //! 7.3 M keys on this project's shared 2-core machine), whatever the delta's
 //! size. The policy ([`HybridConfig`]) trades three things against each
 //! other:
@@ -91,10 +91,10 @@
 //! * **memory**: each delta entry costs about 55 bytes (a `FastArt` leaf and
 //!   path for a 63-byte path with an `Option<u64>`, and its filter bits;
 //!   measured 52.6 B/entry for 695,000 entries on the 7.3 M paths) against
-//!   the base's 9.7 bytes per key. A delta of share `r` adds about `55 r`
+//!   the base's 9.5 bytes per key. A delta of share `r` adds about `55 r`
 //!   bytes per key;
 //! * **merge work**: rebuilding N keys every `r N` writes costs `1 / r` keys
-//!   built per write, about 8 µs of background CPU per write at `r = 0.1`
+//!   built per write, about 12 µs of background CPU per write at `r = 0.06`
 //!   (compare a `FastArt` insert, about 1–3 µs);
 //! * **memory during a merge**: the base, the sealed delta, the fresh delta
 //!   (which takes the writes that arrive meanwhile) and one part being
@@ -105,44 +105,46 @@
 //! [`part_keys`](HybridConfig::part_keys) sets the parts' size: larger
 //! parts share more suffixes (a smaller base), smaller ones lower the peak.
 //! One merge of the 7.3 M paths with a 9.5% delta
-//! (`examples/hybrid_merge.rs` in the harness, one layer of the same keys:
-//! 9.09 B/key):
+//! (`examples/hybrid_merge.rs` in the harness; values are line numbers):
 //!
 //! | `part_keys` | parts | base B/key | base + delta | peak during the merge | merge |
 //! |--:|--:|--:|--:|--:|--:|
-//! | 2^17 | 56 | 9.96 | 14.99 | 15.69 | 7.0 s |
-//! | **2^18** | 28 | 9.68 | 14.69 | **15.96** | 6.3 s |
-//! | 2^19 | 14 | 9.48 | 14.49 | 16.90 | 5.8 s |
-//! | 2^20 |  7 | 9.13 | 14.14 | 18.71 | 6.2 s |
-//! | one layer (before parts) | 1 | 9.09 | 14.10 | 30.5 | 6.1 s |
+//! | 2^18 | 28 | 10.32 | 15.33 | 16.62 | 4.8 s |
+//! | 2^19 | 14 |  9.96 | 14.97 | 16.90 | 4.5 s |
+//! | **2^20** | 7 | 9.48 | 14.50 | **18.62** | 5.5 s |
+//! | one layer | 1 | 9.09 | 14.10 | 31.10 | 5.6 s |
 //!
-//! The defaults, a key ratio of 1/10 (with a floor of 4,096 entries and a
-//! 256 MiB budget) and parts of 2^18 keys, keep a map within the 20 bytes
-//! per key of issue 5 on the Debian paths, merges included. The steady
-//! mixed workload of that issue (90% lookups, 10% writes of random keys;
-//! harness `examples/hybrid_mixed.rs`), on the full 7.3 M paths, 16 M
-//! operations with merges running in the background (6.57 M keys loaded
-//! first by single inserts; the keys are a sparser set than all 7.3 M, so
-//! the base takes 11.3 B/key):
+//! The default is 2^20: issue 5 asks for a base within 10% of a single
+//! frozen layer, and smaller parts miss that on these paths (their
+//! suffixes are shared across the whole key space). Parts stay between half
+//! and one and a half times that size, along the boundaries of the last
+//! merge, so a map in a steady state rebuilds each part in place.
+//!
+//! The default key ratio, 0.06 (with a floor of 4,096 entries and a 256 MiB
+//! budget), keeps the delta small enough for the mixed workload of issue 5
+//! (90% lookups, 10% writes of random keys; harness
+//! `examples/hybrid_mixed.rs`) to stay near 20 bytes per key even at the
+//! peak of a merge. On the full 7.3 M paths, 16 M operations with merges
+//! running in the background (6.57 M keys loaded first by single inserts;
+//! that sparser set takes 10.9 B/key as a base):
 //!
 //! | | `HybridMap` (defaults) | `FastArt` |
 //! |---|--:|--:|
-//! | memory: mean / peak | 15.3 / **19.7** B/key | 35.7 / 35.7 B/key |
-//! | lookups | 337 k/s (0.84×) | 403 k/s |
-//! | writes, in the writing thread's time | 212 k/s (0.56×) | 382 k/s |
-//! | writes, the merge thread's CPU charged to them | 75 k/s (0.20×) | 381 k/s |
+//! | memory: mean / peak | 14.0 / **20.2** B/key (19.7 in an earlier run) | 35.7 / 35.7 B/key |
+//! | lookups | 332 k/s (0.84×) | 395 k/s |
+//! | writes, in the writing thread's time | 214 k/s (0.58×) | 371 k/s |
+//! | writes, the merge thread's CPU charged to them | 82 k/s (0.22×) | 371 k/s |
 //!
 //! The last row is the honest figure when every core is busy: rebuilding
-//! the base for every tenth of it written costs more than the writes
+//! the base for every 6% of it written costs more than the writes
 //! themselves, and only a design that rewrites less per merge (LSM-style
-//! tiers of frozen runs) would change it. With a key ratio of 1/8 the
-//! same workload peaked at 21.7–23.2 B/key (parts of 2^19) and 21.8 (2^18),
-//! with merge CPU charged writes at 0.29–0.34×. On the 100,000-key sample
-//! (1 M operations; measured before bases were split into parts, which
-//! does not change a map that fits in one part) the fixed costs of each
-//! merge dominate and a hybrid map is not smaller than a `FastArt` (50.3
-//! B/key), so the sample shows only how the ratio trades memory for
-//! throughput:
+//! tiers of frozen runs) would change it. A larger ratio does not buy
+//! much of it back here (0.1, parts of 2^20: 0.22×, with peaks of 21.9–22.3
+//! B/key), as the merges mostly run on the second core anyway. On the 100,000-key sample
+//! (1 M operations; measured with the base as one layer, which a map that
+//! fits in one part still is) the fixed costs of each merge dominate and a
+//! hybrid map is not smaller than a `FastArt` (50.3 B/key), so the sample
+//! shows only how the ratio trades memory for throughput:
 //!
 //! | `key_ratio` | merges | mean B/key | peak B/key | lookups/s (× FastArt) | writes/s, merge CPU charged (× FastArt) |
 //! |--:|--:|--:|--:|--:|--:|
@@ -163,8 +165,8 @@
 //!
 //! Readers never wait for a merge. Measured with `examples/hybrid_merge.rs`
 //! (one thread looking up random keys while a background merge of 7.3 M keys
-//! runs): 1.77 M lookups during a 6.3 s merge took 3.5 µs on average, 102
-//! took over 100 µs and the slowest 4.0 ms: the scheduler (the merge thread
+//! runs): 1.52 M lookups during a 5.5 s merge took 3.5 µs on average, 22
+//! took over 100 µs and the slowest 8.1 ms: the scheduler (the merge thread
 //! and the reader share two cores with other work), not a lock, as no lock
 //! is shared between a reader and a building merge.
 //!
