@@ -226,9 +226,10 @@ fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 /// [`next_entry`](Self::next_entry), which lends the key and allocates only
 /// once per batch.
 ///
-/// Like [`FrozenLayer`](crate::FrozenLayer)'s streams it runs forward only (the fst has no
-/// reverse stream); [`last_key_value`](super::HybridMap::last_key_value)
-/// finds the last entry without one.
+/// Like [`FrozenLayer`](crate::FrozenLayer)'s streams it runs forward only
+/// (the fst has no reverse stream);
+/// [`last_key_value`](super::HybridMap::last_key_value) finds the last entry
+/// without one.
 pub struct Iter<V: FrozenValue> {
     /// Newest first: ties go to the lower index.
     sources: Vec<Source<V>>,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::base::{Base, Part};
+use super::base::Part;
 use super::iter::Iter;
 use super::layers::Layers;
 use crate::{Error, FrozenLayerBuilder, FrozenValue};
@@ -29,9 +29,9 @@ use crate::{Error, FrozenLayerBuilder, FrozenValue};
 const CHECK_EVERY: u64 = 4096;
 
 /// How a merge ended.
-pub(crate) enum Outcome<T> {
-    /// What was built, and how long it took.
-    Built(T, Duration),
+pub(crate) enum Outcome {
+    /// The new base is in place; the merge took this long.
+    Built(Duration),
     /// The builder reported an error.
     Failed(Error),
     /// User code panicked (the payload, to resume or describe).
@@ -40,10 +40,10 @@ pub(crate) enum Outcome<T> {
     Cancelled,
 }
 
-impl<T: fmt::Debug> fmt::Debug for Outcome<T> {
+impl fmt::Debug for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Outcome::Built(built, time) => f.debug_tuple("Built").field(built).field(time).finish(),
+            Outcome::Built(time) => f.debug_tuple("Built").field(time).finish(),
             Outcome::Failed(err) => f.debug_tuple("Failed").field(err).finish(),
             Outcome::Panicked(payload) => f
                 .debug_tuple("Panicked")
@@ -57,9 +57,10 @@ impl<T: fmt::Debug> fmt::Debug for Outcome<T> {
 /// Builds the base that `layers` (sealed deltas and base, no fresh delta)
 /// amount to, which holds `keys` keys, in parts of about `part_keys` keys
 /// (between half and one and a half times that, along the old parts'
-/// boundaries where it can), and hands each part to `publish` as soon as it is built (in key order:
-/// the last one has no upper bound). `building` receives the approximate
-/// heap bytes of the part being built as it grows (0 again at the end).
+/// boundaries where it can), and hands each part to `publish` as soon as it
+/// is built (in key order: the last one has no upper bound). `building`
+/// receives the approximate heap bytes of the part being built as it grows
+/// (0 again at the end).
 ///
 /// `layers` is consumed: the merge holds the old base's parts only until
 /// it has read them.
@@ -70,14 +71,14 @@ pub(crate) fn build<V: FrozenValue + Clone>(
     cancel: &AtomicBool,
     building: &AtomicUsize,
     publish: &mut dyn FnMut(Part<V>),
-) -> Outcome<()> {
+) -> Outcome {
     let started = Instant::now();
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         stream(layers, keys, part_keys, cancel, building, publish)
     }));
     building.store(0, Ordering::Relaxed);
     match result {
-        Ok(Ok(true)) => Outcome::Built((), started.elapsed()),
+        Ok(Ok(true)) => Outcome::Built(started.elapsed()),
         Ok(Ok(false)) => Outcome::Cancelled,
         Ok(Err(err)) => Outcome::Failed(err),
         Err(payload) => Outcome::Panicked(payload),
@@ -101,7 +102,7 @@ fn stream<V: FrozenValue + Clone>(
     // new parts that already cover some of it) until the merge passes its
     // end.
     let target = part_keys.max(1);
-    let average = bytes_per_key(&layers.base);
+    let average = bytes_per_key(layers.base.layer_bytes(), layers.base.len());
     // Each old part's upper bound, keys, and bytes per key.
     let old: Vec<OldPart> = layers
         .base
@@ -109,8 +110,7 @@ fn stream<V: FrozenValue + Clone>(
         .iter()
         .map(|part| {
             let layer = &part.layer;
-            let per_key =
-                (layer.len() >= 1024).then(|| layer.as_bytes().len() as f64 / layer.len() as f64);
+            let per_key = bytes_per_key(layer.as_bytes().len(), layer.len());
             (part.upper.clone(), part.keys, per_key.or(average))
         })
         .collect();
@@ -203,9 +203,10 @@ fn stream<V: FrozenValue + Clone>(
 /// layer's bytes per key (if it has enough keys to say).
 type OldPart = (Option<Box<[u8]>>, usize, Option<f64>);
 
-/// The old base's bytes per key, if it has enough keys to say.
-fn bytes_per_key<V: FrozenValue>(base: &Base<V>) -> Option<f64> {
-    (base.len() >= 1024).then(|| base.layer_bytes() as f64 / base.len() as f64)
+/// Bytes per key of a layer or base of `bytes` bytes and `keys` keys, if
+/// it has enough keys to say.
+fn bytes_per_key(bytes: usize, keys: usize) -> Option<f64> {
+    (keys >= 1024).then(|| bytes as f64 / keys as f64)
 }
 
 /// The bytes to reserve for a part of about `keys` keys: `per_key` bytes

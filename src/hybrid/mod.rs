@@ -336,7 +336,7 @@ enum Merged {
     /// A new base is in place.
     Done,
     /// Nothing changed; the error or panic is for the caller.
-    Failed(Outcome<()>),
+    Failed(Outcome),
     Cancelled,
 }
 
@@ -470,7 +470,7 @@ impl<V: FrozenValue + Clone> Inner<V> {
         self.merging.store(false, Ordering::Relaxed);
         let mut record = self.record();
         match outcome {
-            Outcome::Built((), duration) => {
+            Outcome::Built(duration) => {
                 record.merges += 1;
                 record.last_duration = Some(duration);
                 record.last_keys = keys;
