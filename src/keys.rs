@@ -21,6 +21,22 @@ pub(crate) fn owned_bound<T: AsRef<[u8]> + ?Sized>(bound: Bound<&T>) -> Bound<Ve
     }
 }
 
+/// An owned bound, borrowed.
+#[inline]
+pub(crate) fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    bound.as_ref().map(Vec::as_slice)
+}
+
+/// Whether `key` lies below the upper bound `end`.
+#[inline]
+pub(crate) fn before_end(key: &[u8], end: Bound<&[u8]>) -> bool {
+    match end {
+        Bound::Included(end) => key <= end,
+        Bound::Excluded(end) => key < end,
+        Bound::Unbounded => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

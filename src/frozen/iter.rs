@@ -9,6 +9,7 @@ use fst::automaton::{AlwaysMatch, Automaton};
 use super::FrozenLayer;
 use super::column::FrozenValue;
 use super::fst_node::{CommonCodes, NodeView, common_codes, single_transition};
+use crate::keys::{as_slice, before_end, owned_bound};
 
 /// Entries of a [`FrozenLayer`] in increasing key order: all of them
 /// ([`iter`](FrozenLayer::iter)), a [`range`](FrozenLayer::range), a
@@ -140,11 +141,7 @@ impl<'a> Walker<'a> {
             stack: Vec::new(),
             key: Vec::new(),
             reached: None,
-            end: match end {
-                Bound::Included(key) => Bound::Included(key.to_vec()),
-                Bound::Excluded(key) => Bound::Excluded(key.to_vec()),
-                Bound::Unbounded => Bound::Unbounded,
-            },
+            end: owned_bound(end),
         };
         match start {
             Bound::Unbounded => walker.reached = Some((root, 0)),
@@ -205,16 +202,6 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Whether `key` lies past the end of the walk.
-    #[inline]
-    fn past_end(&self, key: &[u8]) -> bool {
-        match &self.end {
-            Bound::Unbounded => false,
-            Bound::Included(end) => key > end.as_slice(),
-            Bound::Excluded(end) => key >= end.as_slice(),
-        }
-    }
-
     /// The next key and its output.
     #[inline]
     pub(crate) fn next(&mut self) -> Option<(&[u8], u64)> {
@@ -252,7 +239,7 @@ impl<'a> Walker<'a> {
                 });
             }
             if node.is_final {
-                if self.past_end(&self.key) {
+                if !before_end(&self.key, as_slice(&self.end)) {
                     // Keys only grow from here.
                     self.stack.clear();
                     return None;

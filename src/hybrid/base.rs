@@ -29,6 +29,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::frozen::save_built;
+use crate::keys::before_end;
 use crate::{FrozenLayer, FrozenValue, Result};
 
 /// One frozen layer and the range of keys it answers for.
@@ -90,12 +91,7 @@ impl<V: FrozenValue> Part<V> {
 
     /// Whether keys past this part may still lie before `end`.
     pub(crate) fn next_within(&self, end: Bound<&[u8]>) -> bool {
-        match (&self.upper, end) {
-            (None, _) => false,
-            (Some(_), Bound::Unbounded) => true,
-            (Some(upper), Bound::Included(end)) => **upper <= *end,
-            (Some(upper), Bound::Excluded(end)) => **upper < *end,
-        }
+        (self.upper.as_deref()).is_some_and(|upper| before_end(upper, end))
     }
 
     /// Whether the part lies wholly before `start`.

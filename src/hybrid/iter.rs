@@ -23,6 +23,7 @@ use std::sync::Arc;
 use super::base::Part;
 use super::layers::{Delta, Layers};
 use crate::FrozenValue;
+use crate::keys::as_slice;
 
 /// Entries in a layer's first batch.
 const FIRST_BATCH: usize = 16;
@@ -196,14 +197,6 @@ impl<V: FrozenValue + Clone> Source<V> {
     #[inline]
     fn head(&self) -> &[u8] {
         self.batch.key(self.pos)
-    }
-}
-
-fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(key) => Bound::Included(key),
-        Bound::Excluded(key) => Bound::Excluded(key),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
 

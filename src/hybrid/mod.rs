@@ -227,7 +227,7 @@ use self::layers::{Delta, Layers};
 use self::merge::Outcome;
 pub use self::policy::HybridConfig;
 use self::worker::Mailbox;
-use crate::keys::{owned_bound, prefix_successor};
+use crate::keys::{as_slice, owned_bound, prefix_successor};
 use crate::{FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
 
 /// A mutable ordered map from byte strings to values that keeps almost all
@@ -979,14 +979,6 @@ where
 enum Edge {
     First,
     Last,
-}
-
-fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(key) => Bound::Included(key),
-        Bound::Excluded(key) => Bound::Excluded(key),
-        Bound::Unbounded => Bound::Unbounded,
-    }
 }
 
 impl<V: FrozenValue> Drop for HybridMap<V> {

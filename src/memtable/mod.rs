@@ -347,11 +347,6 @@ impl OwnedRange {
     /// Whether `key` lies below the end bound.
     #[inline]
     pub(crate) fn before_end(&self, key: &[u8]) -> bool {
-        use std::ops::Bound;
-        match &self.end {
-            Bound::Included(e) => key <= e.as_slice(),
-            Bound::Excluded(e) => key < e.as_slice(),
-            Bound::Unbounded => true,
-        }
+        crate::keys::before_end(key, crate::keys::as_slice(&self.end))
     }
 }
