@@ -17,7 +17,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::iter::FusedIterator;
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
 use super::base::Part;
@@ -154,16 +154,16 @@ impl<V: FrozenValue + Clone> Source<V> {
         let complete = match &mut self.feed {
             Feed::Fixed => true,
             Feed::Delta(delta) => {
-                let mut entries = delta.art().range::<[u8], _>(bounds);
-                loop {
+                let mut full = false;
+                delta.visit(bounds, |key, slot| {
                     if batch.len() == want {
-                        break false;
+                        full = true;
+                        return ControlFlow::Break(());
                     }
-                    let Some((key, slot)) = entries.next_entry() else {
-                        break true;
-                    };
-                    batch.push(key, slot.clone());
-                }
+                    batch.push(key, slot.cloned());
+                    ControlFlow::Continue(())
+                });
+                !full
             }
             Feed::Base(parts) => loop {
                 let Some(part) = parts.front() else {

@@ -209,7 +209,7 @@ mod worker;
 use std::collections::VecDeque;
 use std::fmt;
 use std::mem;
-use std::ops::{Bound, RangeBounds};
+use std::ops::{Bound, ControlFlow, RangeBounds};
 use std::panic;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -411,7 +411,7 @@ impl<V: FrozenValue + Clone> Inner<V> {
             // With the fresh delta empty (now, or after the seal below), the
             // older layers hold exactly the map's keys.
             let keys = self.len.load(Ordering::Acquire);
-            if !fresh.art().is_empty() {
+            if !fresh.is_empty() {
                 let next = Delta::with_capacity(self.config.delta_keys_hint(keys));
                 let sealed = mem::replace(&mut *fresh, next);
                 let mut deltas = Vec::with_capacity(current.deltas.len() + 1);
@@ -618,7 +618,7 @@ where
         let hash = key_hash(key);
         let fresh = self.inner.read_fresh();
         if let Some(slot) = fresh.lookup(key, hash) {
-            return slot.clone();
+            return slot.cloned();
         }
         // Loaded before the lock is released: see `Inner::layers`.
         let layers = self.inner.layers.load();
@@ -752,12 +752,10 @@ where
     fn iter_bounds(&self, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Iter<V> {
         let mut copy = Batch::new();
         let fresh = self.inner.read_fresh();
-        let mut entries = fresh
-            .art()
-            .range::<[u8], _>((as_slice(&start), as_slice(&end)));
-        while let Some((key, slot)) = entries.next_entry() {
-            copy.push(key, slot.clone());
-        }
+        fresh.visit((as_slice(&start), as_slice(&end)), |key, slot| {
+            copy.push(key, slot.cloned());
+            ControlFlow::Continue(())
+        });
         let layers = self.inner.layers.load();
         drop(fresh);
         Iter::new(Some(copy), &layers, start, end)
@@ -810,17 +808,11 @@ where
                 }
             };
             for delta in std::iter::once(&*fresh).chain(layers.deltas.iter().map(|d| &**d)) {
-                let mut entries = match edge {
-                    Edge::First => delta.art().range::<[u8], _>((bound, Bound::Unbounded)),
-                    Edge::Last => delta.art().range::<[u8], _>((Bound::Unbounded, bound)),
+                let (bounds, last) = match edge {
+                    Edge::First => ((bound, Bound::Unbounded), false),
+                    Edge::Last => ((Bound::Unbounded, bound), true),
                 };
-                let entry = match edge {
-                    Edge::First => entries.next_entry(),
-                    Edge::Last => entries.next_back_entry(),
-                };
-                if let Some((key, slot)) = entry {
-                    offer(key, slot.clone());
-                }
+                delta.edge(bounds, last, |key, slot| offer(key, slot.cloned()));
             }
             let from_base = match edge {
                 Edge::First => layers.base.first_from(bound),
@@ -890,7 +882,7 @@ where
     #[inline]
     fn wants_merge(&self, fresh: &Delta<V>, layers: &Layers<V>) -> bool {
         self.inner.config.wants_merge(
-            fresh.art().len(),
+            fresh.len(),
             fresh.memory_usage(),
             layers.base.len(),
             layers.base.layer_bytes(),
@@ -929,8 +921,7 @@ where
     pub fn stats(&self) -> HybridStats {
         let fresh = self.inner.read_fresh();
         let layers = self.inner.layers.load_full();
-        let (entries, tombstones, bytes) =
-            (fresh.art().len(), fresh.tombstones(), fresh.memory_usage());
+        let (entries, tombstones, bytes) = (fresh.len(), fresh.tombstones(), fresh.memory_usage());
         let len = self.len();
         drop(fresh);
         let record = self.inner.record();
