@@ -58,13 +58,16 @@ use crate::art::raw::prefetch;
 const VERSION: u64 = 3;
 /// "No node yet": never a real address (the header occupies it).
 const NONE_ADDRESS: u64 = 1;
-/// Cache buckets (4 entries of 16 bytes each, one cache line) to start
+/// Cache buckets (8 entries of 8 bytes each, one cache line) to start
 /// with, and at most: the cache doubles while the fst grows, keeping one
-/// bucket per 256 bytes written, up to 16 MiB. (Debian paths, whole layer:
+/// bucket per 512 bytes written, up to 8 MiB. (Debian paths, whole layer,
+/// with 4 entries of 16 bytes per bucket and one bucket per 256 bytes:
 /// 9.50 bytes/key with at most 2^14 buckets, 9.16 with 2^16, 9.09 with 2^18.)
 const MIN_BUCKETS: usize = 1 << 8;
-const MAX_BUCKETS: usize = 1 << 18;
-const BYTES_PER_BUCKET: usize = 256;
+const MAX_BUCKETS: usize = 1 << 17;
+const BYTES_PER_BUCKET: usize = 512;
+/// Entries per bucket.
+const WAYS: usize = 8;
 /// From this capacity on the output buffer grows by a quarter at a time.
 const GENTLE_GROWTH_FROM: usize = 1 << 20;
 
@@ -138,11 +141,16 @@ impl Unfinished {
     }
 }
 
+/// Compiled nodes whose hashes fall in one bucket, most recently used
+/// first. An entry is the high half of the node's hash (whose low bits pick
+/// the bucket, so that growing the cache can move it) and the node's
+/// address; address 0 (never a cached node's: see [`Output::compile`])
+/// marks an empty entry. Nodes past 4 GiB of fst are not cached.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
 struct Bucket {
-    hashes: [u64; 4],
-    addrs: [u64; 4],
+    tags: [u32; WAYS],
+    addrs: [u32; WAYS],
 }
 
 /// The bytes written so far and what is needed to write more.
@@ -155,10 +163,10 @@ struct Output {
     last_addr: u64,
     /// Compiled nodes by hash, most recently used first in each bucket.
     registry: Vec<Bucket>,
-    /// Entries for `registry` (bucket, hash, address) whose buckets were
+    /// Entries for `registry` (bucket, tag, address) whose buckets were
     /// prefetched, to be added by [`flush`](Self::flush): a chain of new
     /// nodes then waits for one cache miss, not one per node.
-    pending: Vec<(usize, u64, u64)>,
+    pending: Vec<(usize, u32, u64)>,
     /// Bits of the node hash used: all but in tests, which weaken the hash
     /// so that equal hashes of unequal nodes are common and the decoding
     /// comparison must tell them apart.
@@ -340,14 +348,16 @@ impl Output {
         if node.is_final && node.transitions.is_empty() && node.final_output == 0 {
             return (EMPTY_ADDRESS, false);
         }
-        let hash = node.hash() & self.hash_mask | 1;
-        let bucket = (hash >> 32) as usize & (self.registry.len() - 1);
+        let tag = ((node.hash() & self.hash_mask) >> 32) as u32;
+        let bucket = tag as usize & (self.registry.len() - 1);
         if !surely_new {
-            for slot in 0..4 {
+            for slot in 0..WAYS {
                 let entry = &self.registry[bucket];
-                let (cached, addr) = (entry.hashes[slot], entry.addrs[slot]);
-                if cached == hash && self.equals(addr, node) {
-                    self.promote(bucket, slot, hash, addr);
+                let (cached, addr) = (entry.tags[slot], u64::from(entry.addrs[slot]));
+                // A tag has about 15 bits the bucket does not fix: the
+                // comparison of the encoded node decides.
+                if cached == tag && addr != 0 && self.equals(addr, node) {
+                    self.promote(bucket, slot, tag, addr);
                     return (addr, false);
                 }
             }
@@ -356,11 +366,11 @@ impl Output {
         if surely_new {
             // Nothing below needs the entry before the next flush: no node
             // of this chain is looked up after one was new.
-            prefetch(self.registry[bucket].hashes.as_ptr().cast());
-            self.pending.push((bucket, hash, addr));
+            prefetch(self.registry[bucket].tags.as_ptr().cast());
+            self.pending.push((bucket, tag, addr));
         } else {
             // The lookup just loaded this bucket.
-            self.promote(bucket, 3, hash, addr);
+            self.promote(bucket, WAYS - 1, tag, addr);
         }
         (addr, true)
     }
@@ -369,8 +379,8 @@ impl Output {
     /// outgrown it.
     fn flush(&mut self) {
         for i in 0..self.pending.len() {
-            let (bucket, hash, addr) = self.pending[i];
-            self.promote(bucket, 3, hash, addr);
+            let (bucket, tag, addr) = self.pending[i];
+            self.promote(bucket, WAYS - 1, tag, addr);
         }
         self.pending.clear();
         if self.buf.len() - self.base > self.registry.len() * BYTES_PER_BUCKET
@@ -387,11 +397,11 @@ impl Output {
         let old = std::mem::take(&mut self.registry);
         self.registry = vec![Bucket::default(); old.len() * 2];
         for bucket in &old {
-            for slot in (0..4).rev() {
-                let hash = bucket.hashes[slot];
-                if hash != 0 {
-                    let index = (hash >> 32) as usize & (self.registry.len() - 1);
-                    self.promote(index, 3, hash, bucket.addrs[slot]);
+            for slot in (0..WAYS).rev() {
+                let (tag, addr) = (bucket.tags[slot], bucket.addrs[slot]);
+                if addr != 0 {
+                    let index = tag as usize & (self.registry.len() - 1);
+                    self.promote(index, WAYS - 1, tag, u64::from(addr));
                 }
             }
         }
@@ -399,11 +409,14 @@ impl Output {
 
     /// Puts (hash, addr) first in its bucket, shifting down the entries
     /// before `slot` (and dropping the one at `slot`).
-    fn promote(&mut self, bucket: usize, slot: usize, hash: u64, addr: u64) {
+    fn promote(&mut self, bucket: usize, slot: usize, tag: u32, addr: u64) {
+        let Ok(addr) = u32::try_from(addr) else {
+            return; // past 4 GiB: not cached (the fst is only less shared)
+        };
         let b = &mut self.registry[bucket];
-        b.hashes.copy_within(0..slot, 1);
+        b.tags.copy_within(0..slot, 1);
         b.addrs.copy_within(0..slot, 1);
-        b.hashes[0] = hash;
+        b.tags[0] = tag;
         b.addrs[0] = addr;
     }
 
@@ -553,7 +566,8 @@ mod tests {
 
     fn check(entries: &[(Vec<u8>, u64)]) {
         check_with(entries, u64::MAX);
-        // Four hashes in all, in one bucket: every lookup compares nodes.
+        // One tag for every node, in one bucket: every lookup compares
+        // nodes.
         check_with(entries, 0b110);
     }
 
