@@ -115,26 +115,18 @@ fn stream<V: FrozenValue + Clone>(
         })
         .collect();
     drop(layers);
-    // Old parts of about the target size are kept (rebuilt along the same
-    // boundaries) while they stay under one and a half times that (a part
-    // being built, and the old one it replaces, are a merge's extra memory);
-    // others are cut by count.
+    // A part being built, and the old ones it replaces, are a merge's extra
+    // memory: no part grows past this.
     let largest = target + target / 2;
     let regular = |keys: usize| (target / 2..=largest).contains(&keys);
-    // The buffer for a new part that starts in old part `at`: most new
-    // parts replace one old part, at about its size, and none is larger
-    // than the target when it is cut by count.
-    let capacity = |at: usize| {
-        let keys = if regular(old[at].1) {
-            old[at].1
-        } else {
-            old[at].1.min(target)
-        };
-        reserve(old[at].2, keys)
-    };
-    // The old part that holds the keys being read.
+    // A part of this many keys is rebuilt as two.
+    let split_from = target + target / 4;
+    // The old part that holds the keys being read, and how many of its keys
+    // were read (an estimate: the deltas add and remove some).
     let mut within = 0;
-    let mut builder = FrozenLayerBuilder::memory_with_capacity(capacity(within));
+    let mut consumed = 0;
+    let mut builder =
+        FrozenLayerBuilder::memory_with_capacity(expected_bytes(&old, target, within, consumed));
     let mut lower: Box<[u8]> = Box::default();
     let mut built = 0;
     while let Some((key, value)) = entries.next_entry() {
@@ -145,22 +137,28 @@ fn stream<V: FrozenValue + Clone>(
         {
             crossed = Some(within);
             within += 1;
+            consumed = 0;
         }
         let cut = match crossed {
             // New parts end where old ones did, so that putting one in
             // place frees the old ones it covers (an old part cut in the
             // middle would stay whole until the merge passes its end).
             Some(passed) if len > 0 && len >= target / 2 => old[passed].0.clone(),
-            // A part that grew past the largest size (or an old part far
-            // from the size, such as a whole layer a map was opened with)
-            // is cut by count.
+            // Other cuts are by count. An old part far from the size (such
+            // as a whole layer a map was opened with, or the empty layer of
+            // a new map) is cut at the target. One that grew well past the
+            // target is cut in two halves, before it reaches the largest
+            // size: cut there instead, it would leave the next part to start
+            // with a few keys of it. No part grows past the largest size.
             _ => {
-                let limit = if regular(old[within].1) {
-                    largest
+                let keys = old[within].1;
+                let by_count = if regular(keys) {
+                    let halve = keys >= split_from && consumed == keys / 2 && len >= target / 2;
+                    halve || len >= largest
                 } else {
-                    target
+                    len >= target
                 };
-                (len >= limit).then(|| key.into())
+                by_count.then(|| key.into())
             }
         };
         if let Some(upper) = cut {
@@ -174,9 +172,12 @@ fn stream<V: FrozenValue + Clone>(
                 keys: layer.len(),
                 layer: Arc::new(layer),
             });
-            builder = FrozenLayerBuilder::memory_with_capacity(capacity(within));
+            builder = FrozenLayerBuilder::memory_with_capacity(expected_bytes(
+                &old, target, within, consumed,
+            ));
         }
         builder.insert(key, value)?;
+        consumed += 1;
         if builder.len() % CHECK_EVERY == 0 {
             if cancel.load(Ordering::Relaxed) {
                 return Ok(false);
@@ -203,20 +204,55 @@ fn stream<V: FrozenValue + Clone>(
 /// layer's bytes per key (if it has enough keys to say).
 type OldPart = (Option<Box<[u8]>>, usize, Option<f64>);
 
+/// The bytes to reserve for a new part that starts after the first
+/// `consumed` keys of old part `at`: what the old parts it will cover take,
+/// plus 10%, following the cutting rules of [`stream`] on the old parts'
+/// key counts (the deltas add and remove a few).
+///
+/// Without it the output buffer grows (by a quarter at a time past 1 MiB)
+/// and may end a quarter larger than it needs, and shrinking it then
+/// copies it once more. If the estimate is short, the buffer grows from it
+/// as before; one far too long (say, the whole old part, for a part that
+/// starts at its middle) would hold the excess for the whole build.
+fn expected_bytes(old: &[OldPart], target: usize, mut at: usize, mut consumed: usize) -> usize {
+    let (largest, split_from) = (target + target / 2, target + target / 4);
+    let mut keys = 0;
+    let mut bytes = 0.0;
+    loop {
+        let (old_keys, per_key) = (old[at].1, old[at].2.unwrap_or(0.0));
+        let rest = old_keys.saturating_sub(consumed);
+        let end = if !(target / 2..=largest).contains(&old_keys) {
+            // Cut by count at the target.
+            (keys + rest >= target).then(|| target - keys)
+        } else if old_keys >= split_from && consumed < old_keys / 2 {
+            // Cut at the old part's middle.
+            Some(old_keys / 2 - consumed)
+        } else {
+            (keys + rest >= largest).then(|| largest - keys)
+        };
+        if let Some(taken) = end {
+            bytes += taken as f64 * per_key;
+            break;
+        }
+        bytes += rest as f64 * per_key;
+        keys += rest;
+        // Cut where the old part ends, unless the part is still small.
+        if keys >= target / 2 || at + 1 == old.len() {
+            break;
+        }
+        at += 1;
+        consumed = 0;
+    }
+    if bytes == 0.0 {
+        return 0;
+    }
+    (bytes * 1.1) as usize + 4096
+}
+
 /// Bytes per key of a layer or base of `bytes` bytes and `keys` keys, if
 /// it has enough keys to say.
 fn bytes_per_key(bytes: usize, keys: usize) -> Option<f64> {
     (keys >= 1024).then(|| bytes as f64 / keys as f64)
-}
-
-/// The bytes to reserve for a part of about `keys` keys: `per_key` bytes
-/// per key, plus 10%.
-///
-/// Without it the output buffer grows by doubling and may hold twice what
-/// it needs at the end, and shrinking it then copies it once more. If the
-/// estimate is short, the buffer grows from it as before.
-fn reserve(per_key: Option<f64>, keys: usize) -> usize {
-    per_key.map_or(0, |per_key| (per_key * keys as f64 * 1.1) as usize + 4096)
 }
 
 /// A panic payload as text, for error reports.

@@ -1091,6 +1091,30 @@ mod tests {
         assert_eq!(grown.len(), 12);
         assert!(first.iter().all(|bound| grown.contains(bound)));
         assert_eq!(map.len(), 1299);
+        // Parts over one and a quarter times the size are rebuilt as two
+        // halves at the next merge (the two of 150 keys here), before they
+        // reach the largest size: cut there, a part would leave a few of
+        // its keys at the start of the next.
+        map.insert("0999", 0);
+        map.freeze().unwrap();
+        let halved = part_bounds(&map);
+        assert_eq!(halved.len(), 14);
+        assert!(grown.iter().all(|bound| halved.contains(bound)));
+        // A part that grew to 130 keys stays whole, then is halved.
+        for i in 0..30u64 {
+            map.insert(format!("0250{i:03}"), i);
+        }
+        map.freeze().unwrap();
+        assert_eq!(part_bounds(&map), halved);
+        map.insert("0998", 0);
+        map.freeze().unwrap();
+        let bounds = part_bounds(&map);
+        assert_eq!(bounds.len(), 15);
+        assert!(halved.iter().all(|bound| bounds.contains(bound)));
+        let middle = bounds.iter().find(|b| !halved.contains(b)).unwrap();
+        // 0200..0249, 0250, 0250000..0250013: 65 keys below the new bound.
+        assert_eq!(middle.as_slice(), b"0250014");
+        assert_eq!(map.len(), 1329);
     }
 
     #[test]
