@@ -19,6 +19,23 @@ use std::ops::Bound;
 use super::node::{Slot, read_ref};
 use super::{RawArt, is_leaf};
 
+/// Prefetches the children of `next`, the sibling a walk enters after the
+/// one it is entering now, if it is an inner node.
+///
+/// Entering a node prefetches its children, but a walk that finishes one
+/// subtree then waits for the next one's node and then for its children, in
+/// turn: the node arrived with its parent's prefetch, so its children can
+/// be requested a whole subtree earlier. (Full Debian paths, as inserted:
+/// iteration 7.8 -> 10.0 M keys/s; a second sibling ahead gained nothing.)
+#[inline]
+fn prefetch_below<V>(art: &RawArt<V>, next: Option<Slot>) {
+    if let Some(next) = next
+        && !is_leaf(next.child)
+    {
+        art.prefetch_children(art.node(next.child));
+    }
+}
+
 /// The frame over the walked subtree's root. Never a node reference (those
 /// have the low bit clear).
 const VIRTUAL: u32 = 1;
@@ -129,6 +146,10 @@ impl Cursor {
                 }
                 Some(slot) => {
                     top.pos = slot.pos + 1;
+                    if top.node != VIRTUAL {
+                        let after = art.node(top.node).next_at(top.pos);
+                        prefetch_below(art, after);
+                    }
                     if let Some(leaf) = self.enter(art, slot, true) {
                         return Some(leaf);
                     }
@@ -159,6 +180,10 @@ impl Cursor {
                 }
                 Some(slot) => {
                     top.pos = slot.pos;
+                    if top.node != VIRTUAL && top.pos > 0 {
+                        let after = art.node(top.node).prev_at(top.pos - 1);
+                        prefetch_below(art, after);
+                    }
                     if let Some(leaf) = self.enter(art, slot, false) {
                         return Some(leaf);
                     }
