@@ -97,10 +97,12 @@ struct Source<V: FrozenValue> {
     pos: usize,
     /// Whether the layer has nothing after `batch`.
     exhausted: bool,
-    /// Whether `resume` holds the last key fetched (else fetch from the
-    /// iterator's start bound).
+    /// Whether `resume` holds where to fetch from (else fetch from the
+    /// iterator's start bound): after the last key fetched or, if
+    /// `resume_at` (after a [`Iter::skip_to`]), at it.
     started: bool,
     resume: Vec<u8>,
+    resume_at: bool,
     next_batch: usize,
 }
 
@@ -114,6 +116,7 @@ impl<V: FrozenValue + Clone> Source<V> {
             exhausted: fixed,
             started: fixed,
             resume: Vec::new(),
+            resume_at: false,
             next_batch: FIRST_BATCH,
         }
     }
@@ -138,13 +141,14 @@ impl<V: FrozenValue + Clone> Source<V> {
             self.resume.clear();
             self.resume.extend_from_slice(self.batch.key(last));
             self.started = true;
+            self.resume_at = false;
         }
         self.batch.clear();
         self.pos = 0;
-        let lower = if self.started {
-            Bound::Excluded(self.resume.as_slice())
-        } else {
-            as_slice(start)
+        let lower = match (self.started, self.resume_at) {
+            (false, _) => as_slice(start),
+            (true, false) => Bound::Excluded(self.resume.as_slice()),
+            (true, true) => Bound::Included(self.resume.as_slice()),
         };
         let bounds = (lower, as_slice(end));
         let want = self.next_batch;
@@ -314,6 +318,25 @@ impl<V: FrozenValue + Clone> Iter<V> {
             }
         };
         Some((self.sources[winner].batch.key(index), value))
+    }
+
+    /// Skips the entries before `key`, reading none of those not yet
+    /// fetched (for a merge that puts an old part in place as it is).
+    pub(crate) fn skip_to(&mut self, key: &[u8]) {
+        for source in &mut self.sources {
+            while source.pos < source.batch.len() && source.head() < key {
+                source.pos += 1;
+            }
+            if source.pos == source.batch.len() && !source.exhausted {
+                // The next batch starts at `key`.
+                source.batch.clear();
+                source.pos = 0;
+                source.resume.clear();
+                source.resume.extend_from_slice(key);
+                source.started = true;
+                source.resume_at = true;
+            }
+        }
     }
 
     /// Heap bytes held by the iterator's buffers.

@@ -13,16 +13,16 @@
 use std::any::Any;
 use std::fmt;
 use std::mem;
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::base::Part;
 use super::iter::Iter;
 use super::layers::Layers;
-use crate::{Error, FrozenLayerBuilder, FrozenValue};
+use crate::{Error, FrozenLayer, FrozenLayerBuilder, FrozenValue};
 
 /// How often (in keys) a merge checks for cancellation and reports its
 /// memory.
@@ -102,25 +102,49 @@ fn stream<V: FrozenValue + Clone>(
     // new parts that already cover some of it) until the merge passes its
     // end.
     let target = part_keys.max(1);
-    let average = bytes_per_key(layers.base.layer_bytes(), layers.base.len());
-    // Each old part's upper bound, keys, and bytes per key.
-    let old: Vec<OldPart> = layers
-        .base
-        .parts()
-        .iter()
-        .map(|part| {
-            let layer = &part.layer;
-            let per_key = bytes_per_key(layer.as_bytes().len(), layer.len());
-            (part.upper.clone(), part.keys, per_key.or(average))
-        })
-        .collect();
-    drop(layers);
     // A part being built, and the old ones it replaces, are a merge's extra
     // memory: no part grows past this.
     let largest = target + target / 2;
     let regular = |keys: usize| (target / 2..=largest).contains(&keys);
     // A part of this many keys is rebuilt as two.
     let split_from = target + target / 4;
+    let average = bytes_per_key(layers.base.layer_bytes(), layers.base.len());
+    let old: Vec<OldPart<V>> = layers
+        .base
+        .parts()
+        .iter()
+        .map(|part| {
+            let layer = &part.layer;
+            let per_key = bytes_per_key(layer.as_bytes().len(), layer.len());
+            // A part the sealed deltas leave alone, of a size the rules
+            // below would keep, is put in place again as it is: a merge
+            // after writes that fall in a few ranges (keys that grow with
+            // time, say) rebuilds only those.
+            let untouched = layers.deltas.iter().all(|delta| {
+                let end = match part.upper.as_deref() {
+                    Some(upper) => Bound::Excluded(upper),
+                    None => Bound::Unbounded,
+                };
+                let mut any = false;
+                delta.visit((Bound::Included(&part.lower), end), |_, _| {
+                    any = true;
+                    ControlFlow::Break(())
+                });
+                !any
+            });
+            let keeps = (target / 2..split_from).contains(&part.keys);
+            // Only a layer of exactly the part's keys: a part cut from a
+            // larger layer would keep all of it.
+            let whole = part.keys == layer.len();
+            OldPart {
+                upper: part.upper.clone(),
+                keys: part.keys,
+                bytes_per_key: per_key.or(average),
+                reuse: (untouched && keeps && whole).then(|| Arc::downgrade(layer)),
+            }
+        })
+        .collect();
+    drop(layers);
     // The old part that holds the keys being read, and how many of its keys
     // were read (an estimate: the deltas add and remove some).
     let mut within = 0;
@@ -132,7 +156,7 @@ fn stream<V: FrozenValue + Clone>(
     while let Some((key, value)) = entries.next_entry() {
         let len = builder.len() as usize;
         let mut crossed = None;
-        while let Some(upper) = &old[within].0
+        while let Some(upper) = &old[within].upper
             && *key >= **upper
         {
             crossed = Some(within);
@@ -143,7 +167,7 @@ fn stream<V: FrozenValue + Clone>(
             // New parts end where old ones did, so that putting one in
             // place frees the old ones it covers (an old part cut in the
             // middle would stay whole until the merge passes its end).
-            Some(passed) if len > 0 && len >= target / 2 => old[passed].0.clone(),
+            Some(passed) if len > 0 && len >= target / 2 => old[passed].upper.clone(),
             // Other cuts are by count. An old part far from the size (such
             // as a whole layer a map was opened with, or the empty layer of
             // a new map) is cut at the target. One that grew well past the
@@ -151,7 +175,7 @@ fn stream<V: FrozenValue + Clone>(
             // size: cut there instead, it would leave the next part to start
             // with a few keys of it. No part grows past the largest size.
             _ => {
-                let keys = old[within].1;
+                let keys = old[within].keys;
                 let by_count = if regular(keys) {
                     let halve = keys >= split_from && consumed == keys / 2 && len >= target / 2;
                     halve || len >= largest
@@ -175,6 +199,34 @@ fn stream<V: FrozenValue + Clone>(
             builder = FrozenLayerBuilder::memory_with_capacity(expected_bytes(
                 &old, target, within, consumed,
             ));
+        }
+        // At the start of an old part that can be kept (with no new part
+        // begun below it): put it in place, and skip its keys.
+        if builder.is_empty()
+            && consumed == 0
+            && let Some(layer) = old[within].reuse.as_ref().and_then(Weak::upgrade)
+        {
+            // Its range starts where the new part would have (lower, if
+            // the old parts below left no keys); its layer holds only keys
+            // from its own lower bound on.
+            let upper = old[within].upper.clone();
+            built += old[within].keys;
+            publish(Part {
+                lower: mem::replace(&mut lower, upper.clone().unwrap_or_default()),
+                upper: upper.clone(),
+                keys: old[within].keys,
+                layer,
+            });
+            let Some(upper) = upper else {
+                debug_assert_eq!(built, keys, "the map's len disagrees with its layers");
+                return Ok(true); // the last part: nothing after it
+            };
+            entries.skip_to(&upper);
+            within += 1;
+            builder = FrozenLayerBuilder::memory_with_capacity(expected_bytes(
+                &old, target, within, consumed,
+            ));
+            continue;
         }
         builder.insert(key, value)?;
         consumed += 1;
@@ -200,9 +252,17 @@ fn stream<V: FrozenValue + Clone>(
     Ok(true)
 }
 
-/// An old part as a merge sees it: its upper bound, its keys, and its
-/// layer's bytes per key (if it has enough keys to say).
-type OldPart = (Option<Box<[u8]>>, usize, Option<f64>);
+/// An old part as a merge sees it.
+struct OldPart<V: FrozenValue> {
+    upper: Option<Box<[u8]>>,
+    keys: usize,
+    /// Its layer's bytes per key (if it has enough keys to say), else the
+    /// base's.
+    bytes_per_key: Option<f64>,
+    /// The part's layer if the merge puts it in place again as it is. Weak,
+    /// so that holding it does not keep the part once it is replaced.
+    reuse: Option<Weak<FrozenLayer<V>>>,
+}
 
 /// The bytes to reserve for a new part that starts after the first
 /// `consumed` keys of old part `at`: what the old parts it will cover take,
@@ -214,12 +274,17 @@ type OldPart = (Option<Box<[u8]>>, usize, Option<f64>);
 /// copies it once more. If the estimate is short, the buffer grows from it
 /// as before; one far too long (say, the whole old part, for a part that
 /// starts at its middle) would hold the excess for the whole build.
-fn expected_bytes(old: &[OldPart], target: usize, mut at: usize, mut consumed: usize) -> usize {
+fn expected_bytes<V: FrozenValue>(
+    old: &[OldPart<V>],
+    target: usize,
+    mut at: usize,
+    mut consumed: usize,
+) -> usize {
     let (largest, split_from) = (target + target / 2, target + target / 4);
     let mut keys = 0;
     let mut bytes = 0.0;
     loop {
-        let (old_keys, per_key) = (old[at].1, old[at].2.unwrap_or(0.0));
+        let (old_keys, per_key) = (old[at].keys, old[at].bytes_per_key.unwrap_or(0.0));
         let rest = old_keys.saturating_sub(consumed);
         let end = if !(target / 2..=largest).contains(&old_keys) {
             // Cut by count at the target.

@@ -1117,6 +1117,61 @@ mod tests {
         assert_eq!(map.len(), 1329);
     }
 
+    /// Each part's lower bound and layer.
+    fn part_layers(map: &HybridMap<u64>) -> Vec<(Vec<u8>, *const FrozenLayer<u64>)> {
+        let layers = map.inner.layers.load();
+        layers
+            .base
+            .parts()
+            .iter()
+            .map(|p| (p.lower.to_vec(), Arc::as_ptr(&p.layer)))
+            .collect()
+    }
+
+    #[test]
+    fn merges_put_untouched_parts_back_as_they_are() {
+        let map = HybridConfig::new().manual().part_keys(100).build::<u64>();
+        for i in 0..1000u64 {
+            map.insert(format!("{i:04}"), i);
+        }
+        map.freeze().unwrap();
+        let before = part_layers(&map);
+        assert_eq!(before.len(), 10);
+        // Writes in two ranges (the last part's included): only those two
+        // parts are rebuilt.
+        map.insert("0512", 5120);
+        map.remove("0733");
+        map.insert("1000", 1000);
+        map.freeze().unwrap();
+        let after = part_layers(&map);
+        let kept: Vec<bool> = before.iter().zip(&after).map(|(b, a)| b == a).collect();
+        let mut expected = vec![true; 10];
+        (expected[5], expected[7], expected[9]) = (false, false, false);
+        assert_eq!(kept, expected);
+        for i in 0..=1000u64 {
+            let want = match i {
+                512 => Some(5120),
+                733 => None,
+                _ => Some(i),
+            };
+            assert_eq!(map.get(format!("{i:04}")), want, "key {i}");
+        }
+        assert_eq!(map.iter().count(), 1000);
+        // The first range emptied: the next part is kept, and answers for
+        // the empty range too.
+        for i in 0..100u64 {
+            map.remove(format!("{i:04}"));
+        }
+        map.freeze().unwrap();
+        let emptied = part_layers(&map);
+        assert_eq!(emptied.len(), 9);
+        assert_eq!(emptied[0], (Vec::new(), after[1].1));
+        assert_eq!(emptied[1..], after[2..]);
+        assert_eq!(map.first_key_value(), Some((b"0100".to_vec(), 100)));
+        assert_eq!(map.len(), 900);
+        assert_eq!(map.iter().count(), 900);
+    }
+
     #[test]
     fn the_map_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
