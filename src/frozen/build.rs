@@ -15,8 +15,8 @@ use crate::{Error, Result};
 ///
 /// The builder compiles the fst as keys arrive and keeps only what the
 /// output needs: the fst compiled so far, the value column, the path of the
-/// last key, and a cache of compiled nodes (a quarter of the fst's size, at
-/// most 16 MiB) through which repeated suffixes are stored once. It never
+/// last key, and a cache of compiled nodes (an eighth of the fst's size, at
+/// most 8 MiB) through which repeated suffixes are stored once. It never
 /// holds the keys themselves, so building from a sorted file of 7.3 million
 /// paths needs memory for the finished layer (and that cache) only.
 ///

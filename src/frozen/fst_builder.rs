@@ -10,12 +10,12 @@
 //! repeated suffixes (`/changelog.Debian.gz`, locale and Python file names):
 //! the fst of ordinals is 7.79 bytes/key with it, 6.53 with a cache ten times
 //! larger (measured by patching the crate; its build got 30% slower, as its
-//! cells are heap `Vec`s). Here a cache entry is 16 bytes — a hash and the
-//! node's address — and equality is decided by decoding the candidate from
-//! the bytes already written, so a cache of 2^20 entries costs 16 MiB while
-//! building and nothing after. With it the whole `FrozenLayer<u64>` of the
-//! Debian paths is 9.09 bytes/key (10.67 with `fst::raw::Builder`), built
-//! 3× faster.
+//! cells are heap `Vec`s). Here a cache entry is 8 bytes — half of the
+//! node's hash and its address — and equality is decided by decoding the
+//! candidate from the bytes already written, so a cache of 2^20 entries
+//! costs 8 MiB while building and nothing after. With it the whole
+//! `FrozenLayer<u64>` of the Debian paths is 9.06 bytes/key (10.67 with
+//! `fst::raw::Builder`), built 3× faster.
 //!
 //! What remains costly is a cache miss per new node registered; those are
 //! prefetched and registered together at the next key, so that a key's chain

@@ -5,10 +5,10 @@
 //! about [`HybridConfig::part_keys`](super::HybridConfig::part_keys) keys
 //! each, and puts each part in place as soon as it is built. The old parts
 //! it has passed are then dropped, so a merge holds one part's worth of new
-//! base on top of the old one, not a second copy of the whole base (31.1
-//! against 18.6 bytes per key at the peak of a merge of the 7.3 M Debian
+//! base on top of the old one, not a second copy of the whole base (29.3
+//! against 16.6 bytes per key at the peak of a merge of the 7.3 M Debian
 //! paths). Splitting costs some compression: suffixes are no longer
-//! shared across parts (9.09 B/key as one layer, 9.48 in 7 parts, 10.32 in
+//! shared across parts (9.06 B/key as one layer, 9.35 in 7 parts, 10.06 in
 //! 28).
 //!
 //! # Invariants

@@ -56,9 +56,10 @@ impl fmt::Debug for Outcome {
 
 /// Builds the base that `layers` (sealed deltas and base, no fresh delta)
 /// amount to, which holds `keys` keys, in parts of about `part_keys` keys
-/// (between half and one and a half times that, along the old parts'
-/// boundaries where it can), and hands each part to `publish` as soon as it
-/// is built (in key order: the last one has no upper bound). `building`
+/// (between half and one and a quarter times that, along the old parts'
+/// boundaries where it can; old parts no sealed delta touches are kept as
+/// they are), and hands each part to `publish` as soon as it is built (in
+/// key order: the last one has no upper bound). `building`
 /// receives the approximate heap bytes of the part being built as it grows
 /// (0 again at the end).
 ///

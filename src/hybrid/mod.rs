@@ -5,20 +5,22 @@
 //! # Layers
 //!
 //! ```text
-//!  writes ──▶ fresh delta    FastArt<Option<V>>, behind an RwLock   (newest)
-//!             sealed deltas  Arc<FastArt<Option<V>>>, immutable      (being merged)
-//!             base           Arc<FrozenLayer<V>> per range of keys   (oldest, almost all keys)
+//!  writes ──▶ fresh delta    FastArt<V> + FastArt<()> of tombstones, behind an RwLock  (newest)
+//!             sealed deltas  the same, immutable, in an Arc                            (being merged)
+//!             base           Arc<FrozenLayer<V>> per range of keys          (oldest, almost all keys)
 //! ```
 //!
 //! A lookup asks the layers from newest to oldest and the first that knows
-//! the key answers: a value, or a **tombstone** (`None`) that says the key
-//! was removed. Each delta carries a Bloom filter of its keys (12 bits per
-//! key, one cache line per probe), so the lookups of the many keys a delta
-//! does not hold skip its radix tree (on the Debian paths a miss in a
-//! 750 k-entry delta otherwise costs about as much as the base's lookup). A removal writes a tombstone only when an older layer holds
-//! the key; a key that lives only in the fresh delta is simply removed from
-//! it. Ordered iteration is a streaming merge of the layers, newest winning
-//! (see [`Iter`]). [`len`](HybridMap::len) is exact: every write knows
+//! the key answers: a value, or a **tombstone** that says the key was
+//! removed (tombstones have a tree of their own, so a value's leaf holds no
+//! `Option` tag and a tombstone's leaf no value). Each delta carries a
+//! Bloom filter of its keys (12 bits per key, one cache line per probe), so
+//! the lookups of the many keys a delta does not hold skip its radix tree
+//! (on the Debian paths a miss in a 750 k-entry delta otherwise costs about
+//! as much as the base's lookup). A removal writes a tombstone only when an
+//! older layer holds the key; a key that lives only in the fresh delta is
+//! simply removed from it. Ordered iteration is a streaming merge of the
+//! layers, newest winning (see [`Iter`]). [`len`](HybridMap::len) is exact: every write knows
 //! whether it adds or removes a key.
 //!
 //! A **merge** seals the fresh delta (an O(1) swap: it becomes an immutable
@@ -82,20 +84,21 @@
 //!
 //! # Choosing the merge policy
 //!
-//! A merge rewrites the whole base, part by part: its cost is the frozen
-//! layer's build speed (about 1.3 M keys/s here, merging included: 5.5 s for
-//! 7.3 M keys on this project's shared 2-core machine), whatever the delta's
-//! size. The policy ([`HybridConfig`]) trades three things against each
+//! A merge rewrites the base part by part, every part the sealed deltas
+//! touch (all of them, for writes on random keys): its cost is the frozen
+//! layer's build speed (about 1.7 M keys/s here, merging included: 4.4 s
+//! for 7.3 M keys on this project's shared 2-core machine), whatever the
+//! delta's size. The policy ([`HybridConfig`]) trades three things against each
 //! other:
 //!
-//! * **memory**: each delta entry costs about 55 bytes (a `FastArt` leaf and
-//!   path for a 63-byte path with an `Option<u64>`, and its filter bits;
-//!   measured 52.6 B/entry for 695,000 entries on the 7.3 M paths) against
-//!   the base's 9.5 bytes per key. A delta of share `r` adds about `55 r`
-//!   bytes per key;
+//! * **memory**: each delta entry costs about 47 bytes (a `FastArt` leaf and
+//!   path for a 63-byte path with a `u64`, and its filter bits; measured
+//!   46.6 B/entry for 695,000 entries on the 7.3 M paths) against the
+//!   base's 9.4 bytes per key. A delta of share `r` adds about `47 r` bytes
+//!   per key;
 //! * **merge work**: rebuilding N keys every `r N` writes costs `1 / r` keys
-//!   built per write, about 12 µs of background CPU per write at `r = 0.06`
-//!   (compare a `FastArt` insert, about 1–3 µs);
+//!   built per write, about 7.5 µs of background CPU per write at
+//!   `r = 0.06` (compare a `FastArt` insert, about 1–3 µs);
 //! * **memory during a merge**: the base, the sealed delta, the fresh delta
 //!   (which takes the writes that arrive meanwhile) and one part being
 //!   built, with its fst builder's node cache. The old part that the new one
@@ -109,40 +112,47 @@
 //!
 //! | `part_keys` | parts | base B/key | base + delta | peak during the merge | merge |
 //! |--:|--:|--:|--:|--:|--:|
-//! | 2^18 | 28 | 10.32 | 15.33 | 16.62 | 4.8 s |
-//! | 2^19 | 14 |  9.96 | 14.97 | 16.90 | 4.5 s |
-//! | **2^20** | 7 | 9.48 | 14.50 | **18.62** | 5.5 s |
-//! | one layer | 1 | 9.09 | 14.10 | 31.10 | 5.6 s |
+//! | 2^18 | 28 | 10.06 | 14.50 | 15.78 | 4.7 s |
+//! | 2^19 | 14 |  9.74 | 14.17 | 16.28 | 4.4 s |
+//! | **2^20** | 7 | 9.35 | 13.79 | **16.61** | 4.4 s |
+//! | one layer | 1 | 9.06 | 13.50 | 29.32 | 4.9 s |
 //!
 //! The default is 2^20: issue 5 asks for a base within 10% of a single
-//! frozen layer, and smaller parts miss that on these paths (their
-//! suffixes are shared across the whole key space). Parts stay between half
-//! and one and a half times that size, along the boundaries of the last
-//! merge, so a map in a steady state rebuilds each part in place.
+//! frozen layer, and smaller parts come close to missing that on these
+//! paths (their suffixes are shared across the whole key space: +3.2% at
+//! 2^20, +7.5% at 2^19, +11% at 2^18 here), for little less peak. Parts stay between half
+//! and one and a quarter times that size (a part that grows past that is
+//! rebuilt as two halves), along the boundaries of the last merge, so a map
+//! in a steady state rebuilds each part in place, and a part that no write
+//! touched since the last merge is put back as it is, not rebuilt: after
+//! writes that fall in a few ranges (keys that grow with time, say), a merge
+//! rebuilds only those (full Debian paths: 0.42 s after 1% new keys in one
+//! range, 3.84 s after 1% updates of random keys).
 //!
 //! The default key ratio, 0.06 (with a floor of 4,096 entries and a 256 MiB
 //! budget), keeps the delta small enough for the mixed workload of issue 5
 //! (90% lookups, 10% writes of random keys; harness
-//! `examples/hybrid_mixed.rs`) to stay near 20 bytes per key even at the
+//! `examples/hybrid_mixed.rs`) to stay under 20 bytes per key even at the
 //! peak of a merge. On the full 7.3 M paths, 16 M operations with merges
 //! running in the background (6.57 M keys loaded first by single inserts;
-//! that sparser set takes 10.9 B/key as a base):
+//! that sparser set takes 10.8 B/key as a base):
 //!
 //! | | `HybridMap` (defaults) | `FastArt` |
 //! |---|--:|--:|
-//! | memory: mean / peak | 14.0 / **20.2** B/key | 35.7 / 35.7 B/key |
-//! | lookups | 332 k/s (0.84×) | 395 k/s |
-//! | writes, in the writing thread's time | 214 k/s (0.58×) | 371 k/s |
-//! | writes, the merge thread's CPU charged to them | 82 k/s (0.22×) | 371 k/s |
+//! | memory: mean / peak | 13.2 / **17.1** B/key | 35.7 / 35.7 B/key |
+//! | lookups | 287 k/s (0.74×) | 390 k/s |
+//! | writes, in the writing thread's time | 184 k/s (0.50×) | 367 k/s |
+//! | writes, the merge thread's CPU charged to them | 74 k/s (0.20×) | 367 k/s |
 //!
-//! Two other runs of the same: peaks of 19.7 and 20.9 B/key, lookups at
-//! 0.90× and 0.78×, writes at 0.61× and 0.53× (0.23× and 0.19× charged):
+//! Two other runs of the same: peaks of 17.8 and 19.1 B/key, lookups at
+//! 0.80× and 0.88×, writes at 0.55× and 0.61× (0.20× and 0.24× charged):
 //! this shared machine moves that much between runs.
 //!
 //! The last row is the honest figure when every core is busy: rebuilding
 //! the base for every 6% of it written costs more than the writes
-//! themselves, and only a design that rewrites less per merge (LSM-style
-//! tiers of frozen runs) would change it. A larger ratio does not buy
+//! themselves. Even free merges would leave writes at about half of
+//! `FastArt`'s: each one looks the key up in the base first, for the old
+//! value it returns and for an exact [`len`](HybridMap::len). A larger ratio does not buy
 //! much of it back here (0.1, parts of 2^20: 0.22×, with peaks of 21.9–22.3
 //! B/key), as the merges mostly run on the second core anyway. On the 100,000-key sample
 //! (1 M operations; measured with the base as one layer, which a map that
@@ -161,7 +171,7 @@
 //! write-heavy use, at the cost of memory.
 //!
 //! Lookups cost what a [`FrozenLayer::get`] costs (a walk of the fst, about
-//! 3 µs for these paths on this machine) plus a read lock, one hash of the
+//! 2–3 µs for these paths on this machine) plus a read lock, one hash of the
 //! key and one cache line of each delta's Bloom filter; only the keys a
 //! delta holds (and under 1% of the others) pay a descent in it.
 //!
@@ -169,8 +179,8 @@
 //!
 //! Readers never wait for a merge. Measured with `examples/hybrid_merge.rs`
 //! (one thread looking up random keys while a background merge of 7.3 M keys
-//! runs): 1.52 M lookups during a 5.5 s merge took 3.5 µs on average, 22
-//! took over 100 µs and the slowest 8.1 ms: the scheduler (the merge thread
+//! runs): 1.13 M lookups during a 4.4 s merge took 3.8 µs on average, 67
+//! took over 100 µs and the slowest 3.3 ms: the scheduler (the merge thread
 //! and the reader share two cores with other work), not a lock, as no lock
 //! is shared between a reader and a building merge.
 //!
