@@ -97,13 +97,22 @@ struct Source<V: FrozenValue> {
     pos: usize,
     /// Whether the layer has nothing after `batch`.
     exhausted: bool,
-    /// Whether `resume` holds where to fetch from (else fetch from the
-    /// iterator's start bound): after the last key fetched or, if
-    /// `resume_at` (after a [`Iter::skip_to`]), at it.
-    started: bool,
+    /// Where the next batch starts.
+    from: Resume,
+    /// The key `from` refers to.
     resume: Vec<u8>,
-    resume_at: bool,
     next_batch: usize,
+}
+
+/// Where a source's next batch starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Resume {
+    /// At the iterator's start bound.
+    Start,
+    /// After `resume`, the last key fetched.
+    After,
+    /// At `resume` (after an [`Iter::skip_to`]).
+    At,
 }
 
 impl<V: FrozenValue + Clone> Source<V> {
@@ -114,9 +123,8 @@ impl<V: FrozenValue + Clone> Source<V> {
             batch,
             pos: 0,
             exhausted: fixed,
-            started: fixed,
+            from: Resume::Start,
             resume: Vec::new(),
-            resume_at: false,
             next_batch: FIRST_BATCH,
         }
     }
@@ -140,15 +148,14 @@ impl<V: FrozenValue + Clone> Source<V> {
         if let Some(last) = self.batch.len().checked_sub(1) {
             self.resume.clear();
             self.resume.extend_from_slice(self.batch.key(last));
-            self.started = true;
-            self.resume_at = false;
+            self.from = Resume::After;
         }
         self.batch.clear();
         self.pos = 0;
-        let lower = match (self.started, self.resume_at) {
-            (false, _) => as_slice(start),
-            (true, false) => Bound::Excluded(self.resume.as_slice()),
-            (true, true) => Bound::Included(self.resume.as_slice()),
+        let lower = match self.from {
+            Resume::Start => as_slice(start),
+            Resume::After => Bound::Excluded(self.resume.as_slice()),
+            Resume::At => Bound::Included(self.resume.as_slice()),
         };
         let bounds = (lower, as_slice(end));
         let want = self.next_batch;
@@ -333,8 +340,7 @@ impl<V: FrozenValue + Clone> Iter<V> {
                 source.pos = 0;
                 source.resume.clear();
                 source.resume.extend_from_slice(key);
-                source.started = true;
-                source.resume_at = true;
+                source.from = Resume::At;
             }
         }
     }

@@ -102,13 +102,8 @@ fn stream<V: FrozenValue + Clone>(
     // and cutting an old part in the middle keeps its whole layer (and the
     // new parts that already cover some of it) until the merge passes its
     // end.
-    let target = part_keys.max(1);
-    // A part being built, and the old ones it replaces, are a merge's extra
-    // memory: no part grows past this.
-    let largest = target + target / 2;
-    let regular = |keys: usize| (target / 2..=largest).contains(&keys);
-    // A part of this many keys is rebuilt as two.
-    let split_from = target + target / 4;
+    let size = PartSize::new(part_keys);
+    let target = size.target;
     let average = bytes_per_key(layers.base.layer_bytes(), layers.base.len());
     let old: Vec<OldPart<V>> = layers
         .base
@@ -133,7 +128,7 @@ fn stream<V: FrozenValue + Clone>(
                 });
                 !any
             });
-            let keeps = (target / 2..split_from).contains(&part.keys);
+            let keeps = size.keeps(part.keys);
             // Only a layer of exactly the part's keys: a part cut from a
             // larger layer would keep all of it.
             let whole = part.keys == layer.len();
@@ -151,7 +146,7 @@ fn stream<V: FrozenValue + Clone>(
     let mut within = 0;
     let mut consumed = 0;
     let mut builder =
-        FrozenLayerBuilder::memory_with_capacity(expected_bytes(&old, target, within, consumed));
+        FrozenLayerBuilder::memory_with_capacity(expected_bytes(&old, &size, within, consumed));
     let mut lower: Box<[u8]> = Box::default();
     let mut built = 0;
     while let Some((key, value)) = entries.next_entry() {
@@ -177,9 +172,10 @@ fn stream<V: FrozenValue + Clone>(
             // with a few keys of it. No part grows past the largest size.
             _ => {
                 let keys = old[within].keys;
-                let by_count = if regular(keys) {
-                    let halve = keys >= split_from && consumed == keys / 2 && len >= target / 2;
-                    halve || len >= largest
+                let by_count = if size.regular(keys) {
+                    let halve =
+                        keys >= size.split_from && consumed == keys / 2 && len >= target / 2;
+                    halve || len >= size.largest
                 } else {
                     len >= target
                 };
@@ -198,7 +194,7 @@ fn stream<V: FrozenValue + Clone>(
                 layer: Arc::new(layer),
             });
             builder = FrozenLayerBuilder::memory_with_capacity(expected_bytes(
-                &old, target, within, consumed,
+                &old, &size, within, consumed,
             ));
         }
         // At the start of an old part that can be kept (with no new part
@@ -225,7 +221,7 @@ fn stream<V: FrozenValue + Clone>(
             entries.skip_to(&upper);
             within += 1;
             builder = FrozenLayerBuilder::memory_with_capacity(expected_bytes(
-                &old, target, within, consumed,
+                &old, &size, within, consumed,
             ));
             continue;
         }
@@ -253,6 +249,39 @@ fn stream<V: FrozenValue + Clone>(
     Ok(true)
 }
 
+/// The sizes, in keys, that decide where parts are cut.
+struct PartSize {
+    /// The size parts are cut to by count.
+    target: usize,
+    /// No part grows past this: a part being built, and the old ones it
+    /// replaces, are a merge's extra memory.
+    largest: usize,
+    /// A part of this many keys is rebuilt as two.
+    split_from: usize,
+}
+
+impl PartSize {
+    fn new(part_keys: usize) -> Self {
+        let target = part_keys.max(1);
+        PartSize {
+            target,
+            largest: target + target / 2,
+            split_from: target + target / 4,
+        }
+    }
+
+    /// Whether an old part of `keys` keys is of about the size: rebuilt
+    /// along its own boundaries (else cut by count at the target).
+    fn regular(&self, keys: usize) -> bool {
+        (self.target / 2..=self.largest).contains(&keys)
+    }
+
+    /// Whether an old part of `keys` keys stays one part as it is.
+    fn keeps(&self, keys: usize) -> bool {
+        (self.target / 2..self.split_from).contains(&keys)
+    }
+}
+
 /// An old part as a merge sees it.
 struct OldPart<V: FrozenValue> {
     upper: Option<Box<[u8]>>,
@@ -277,17 +306,21 @@ struct OldPart<V: FrozenValue> {
 /// starts at its middle) would hold the excess for the whole build.
 fn expected_bytes<V: FrozenValue>(
     old: &[OldPart<V>],
-    target: usize,
+    size: &PartSize,
     mut at: usize,
     mut consumed: usize,
 ) -> usize {
-    let (largest, split_from) = (target + target / 2, target + target / 4);
+    let PartSize {
+        target,
+        largest,
+        split_from,
+    } = *size;
     let mut keys = 0;
     let mut bytes = 0.0;
     loop {
         let (old_keys, per_key) = (old[at].keys, old[at].bytes_per_key.unwrap_or(0.0));
         let rest = old_keys.saturating_sub(consumed);
-        let end = if !(target / 2..=largest).contains(&old_keys) {
+        let end = if !size.regular(old_keys) {
             // Cut by count at the target.
             (keys + rest >= target).then(|| target - keys)
         } else if old_keys >= split_from && consumed < old_keys / 2 {

@@ -1064,12 +1064,9 @@ mod tests {
 
     /// The lower bounds of the base's parts.
     fn part_bounds(map: &HybridMap<u64>) -> Vec<Vec<u8>> {
-        let layers = map.inner.layers.load();
-        layers
-            .base
-            .parts()
-            .iter()
-            .map(|p| p.lower.to_vec())
+        part_layers(map)
+            .into_iter()
+            .map(|(lower, _)| lower)
             .collect()
     }
 
@@ -1180,6 +1177,32 @@ mod tests {
         assert_eq!(map.first_key_value(), Some((b"0100".to_vec(), 100)));
         assert_eq!(map.len(), 900);
         assert_eq!(map.iter().count(), 900);
+    }
+
+    #[test]
+    fn kept_parts_longer_than_a_batch_are_skipped_exactly() {
+        // Parts of 2,000 keys: a merge reads the base in batches of 1,024
+        // entries, so skipping a kept part starts the next batch at the
+        // next part's first key, which must not be lost.
+        let map = HybridConfig::new().manual().part_keys(2000).build::<u64>();
+        for i in 0..10_000u64 {
+            map.insert(format!("{i:05}"), i);
+        }
+        map.freeze().unwrap();
+        let before = part_layers(&map);
+        assert_eq!(before.len(), 5);
+        map.insert("05000", 1);
+        map.freeze().unwrap();
+        let after = part_layers(&map);
+        let kept: Vec<bool> = before.iter().zip(&after).map(|(b, a)| b == a).collect();
+        assert_eq!(kept, [true, true, false, true, true]);
+        for i in 0..10_000u64 {
+            let want = if i == 5000 { 1 } else { i };
+            assert_eq!(map.get(format!("{i:05}")), Some(want), "key {i}");
+        }
+        let keys: Vec<_> = map.iter().map(|(k, _)| k).collect();
+        assert_eq!(keys.len(), 10_000);
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
