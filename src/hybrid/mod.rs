@@ -1124,8 +1124,11 @@ mod tests {
         assert_eq!(map.len(), 1329);
     }
 
+    /// A part's lower bound and layer.
+    type PartId = (Vec<u8>, *const FrozenLayer<u64>);
+
     /// Each part's lower bound and layer.
-    fn part_layers(map: &HybridMap<u64>) -> Vec<(Vec<u8>, *const FrozenLayer<u64>)> {
+    fn part_layers(map: &HybridMap<u64>) -> Vec<PartId> {
         let layers = map.inner.layers.load();
         layers
             .base
@@ -1133,6 +1136,11 @@ mod tests {
             .iter()
             .map(|p| (p.lower.to_vec(), Arc::as_ptr(&p.layer)))
             .collect()
+    }
+
+    /// For each part, whether it has the same bounds and layer as before.
+    fn same_layers(before: &[PartId], after: &[PartId]) -> Vec<bool> {
+        before.iter().zip(after).map(|(b, a)| b == a).collect()
     }
 
     #[test]
@@ -1151,7 +1159,7 @@ mod tests {
         map.insert("1000", 1000);
         map.freeze().unwrap();
         let after = part_layers(&map);
-        let kept: Vec<bool> = before.iter().zip(&after).map(|(b, a)| b == a).collect();
+        let kept = same_layers(&before, &after);
         let mut expected = vec![true; 10];
         (expected[5], expected[7], expected[9]) = (false, false, false);
         assert_eq!(kept, expected);
@@ -1194,8 +1202,10 @@ mod tests {
         map.insert("05000", 1);
         map.freeze().unwrap();
         let after = part_layers(&map);
-        let kept: Vec<bool> = before.iter().zip(&after).map(|(b, a)| b == a).collect();
-        assert_eq!(kept, [true, true, false, true, true]);
+        assert_eq!(
+            same_layers(&before, &after),
+            [true, true, false, true, true]
+        );
         for i in 0..10_000u64 {
             let want = if i == 5000 { 1 } else { i };
             assert_eq!(map.get(format!("{i:05}")), Some(want), "key {i}");
