@@ -76,6 +76,12 @@ impl<V: FrozenValue> Part<V> {
         self.layer.range::<[u8], _>((start, end))
     }
 
+    /// The range of keys the part answers for.
+    pub(crate) fn bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        let end = earlier_end(Bound::Unbounded, self.upper.as_deref());
+        (Bound::Included(&self.lower), end)
+    }
+
     /// Narrows the part to the keys from `lower` on (a merge has built the
     /// keys below it into a new part).
     pub(crate) fn start_at(&mut self, lower: &[u8]) {

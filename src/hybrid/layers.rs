@@ -216,14 +216,10 @@ impl<V> Delta<V> {
     #[cold]
     fn rebuild_filter(&mut self) {
         let mut filter = KeyFilter::with_capacity(2 * self.len());
-        let mut values = self.values.iter();
-        while let Some((key, _)) = values.next_entry() {
+        self.visit((Bound::Unbounded, Bound::Unbounded), |key, _| {
             filter.add(key_hash(key));
-        }
-        let mut tombstones = self.tombstones.iter();
-        while let Some((key, ())) = tombstones.next_entry() {
-            filter.add(key_hash(key));
-        }
+            ControlFlow::Continue(())
+        });
         self.filter = filter;
     }
 }
@@ -308,5 +304,30 @@ impl<V: FrozenValue> fmt::Debug for Layers<V> {
             .field("base", &self.base)
             .field("seals", &self.seals)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delta_that_outgrows_its_filter_still_finds_every_entry() {
+        // Sized for 64 keys: 1,000 values and 200 tombstones rebuild the
+        // filter several times, from both trees.
+        let mut delta = Delta::<u64>::with_capacity(1);
+        let key = |i: u64| format!("usr/share/doc/pkg{i:04}");
+        for i in 0..1000 {
+            delta.put(key(i).as_bytes(), key_hash(key(i).as_bytes()), Some(i));
+        }
+        for i in 1000..1200 {
+            delta.put(key(i).as_bytes(), key_hash(key(i).as_bytes()), None);
+        }
+        assert_eq!((delta.len(), delta.tombstones()), (1200, 200));
+        for i in 0..1200 {
+            let found = delta.lookup(key(i).as_bytes(), key_hash(key(i).as_bytes()));
+            let want = (i < 1000).then_some(&i);
+            assert_eq!(found, Some(want), "key {i}");
+        }
     }
 }

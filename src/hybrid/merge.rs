@@ -117,12 +117,8 @@ fn stream<V: FrozenValue + Clone>(
             // after writes that fall in a few ranges (keys that grow with
             // time, say) rebuilds only those.
             let untouched = layers.deltas.iter().all(|delta| {
-                let end = match part.upper.as_deref() {
-                    Some(upper) => Bound::Excluded(upper),
-                    None => Bound::Unbounded,
-                };
                 let mut any = false;
-                delta.visit((Bound::Included(&part.lower), end), |_, _| {
+                delta.visit(part.bounds(), |_, _| {
                     any = true;
                     ControlFlow::Break(())
                 });
