@@ -37,6 +37,16 @@ pub(crate) fn before_end(key: &[u8], end: Bound<&[u8]>) -> bool {
     }
 }
 
+/// Whether `key` lies above the lower bound `start`.
+#[inline]
+pub(crate) fn after_start(key: &[u8], start: Bound<&[u8]>) -> bool {
+    match start {
+        Bound::Included(start) => key >= start,
+        Bound::Excluded(start) => key > start,
+        Bound::Unbounded => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

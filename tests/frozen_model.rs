@@ -3,7 +3,7 @@
 //! stress tries (empty keys, 0x00 and 0xFF bytes, shared prefixes, prefix
 //! chains, keys over 1 KiB).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
 use memkv::FrozenLayer;
@@ -119,6 +119,18 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
         );
     }
     assert_eq!(model_entries.next(), None);
+    // Backwards, both ways too.
+    let backwards: Vec<(Vec<u8>, u64)> = layer.iter().rev().collect();
+    assert!(backwards.iter().eq(expected.iter().rev()));
+    let mut lending = layer.iter();
+    let mut model_entries = model.iter();
+    while let Some((key, value)) = lending.next_back_entry() {
+        assert_eq!(
+            Some((key, value)),
+            model_entries.next_back().map(|(k, v)| (k.as_slice(), *v))
+        );
+    }
+    assert_eq!(model_entries.next_back(), None);
 
     // Point queries, rank and nth.
     for probe in probes {
@@ -150,24 +162,55 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
             .cloned()
             .collect();
         assert_eq!(got, want, "prefix {probe:?}");
+        let backwards: Vec<(Vec<u8>, u64)> = layer.prefix(probe).rev().collect();
+        assert!(
+            backwards.iter().eq(want.iter().rev()),
+            "prefix {probe:?} backwards"
+        );
     }
 }
 
+/// A range forwards, backwards, and taken from both ends as `ends` says
+/// (`true`: the front), until the ends meet.
 fn assert_range_matches(
     layer: &FrozenLayer<u64>,
     model: &Model,
     start: &Bound<Vec<u8>>,
     end: &Bound<Vec<u8>>,
+    ends: &[bool],
 ) {
-    let got: Vec<(Vec<u8>, u64)> = layer
-        .range::<[u8], _>((as_slice_bound(start), as_slice_bound(end)))
-        .collect();
+    let range = || layer.range::<[u8], _>((as_slice_bound(start), as_slice_bound(end)));
+    let got: Vec<(Vec<u8>, u64)> = range().collect();
     let want: Vec<(Vec<u8>, u64)> = model
         .iter()
         .filter(|(k, _)| in_range(k, start, end))
         .map(|(k, v)| (k.clone(), *v))
         .collect();
     assert_eq!(got, want, "range {start:?}..{end:?}");
+    let backwards: Vec<(Vec<u8>, u64)> = range().rev().collect();
+    assert!(
+        backwards.iter().eq(want.iter().rev()),
+        "range {start:?}..{end:?} backwards: {backwards:?}"
+    );
+
+    let mut both = range();
+    let mut expected: VecDeque<&(Vec<u8>, u64)> = want.iter().collect();
+    for &front in ends
+        .iter()
+        .chain(std::iter::repeat_n(&true, want.len() + 1))
+    {
+        let (got, want) = if front {
+            (both.next(), expected.pop_front())
+        } else {
+            (both.next_back(), expected.pop_back())
+        };
+        assert_eq!(
+            got.as_ref(),
+            want,
+            "range {start:?}..{end:?} from both ends {ends:?}"
+        );
+    }
+    assert_eq!(both.next_back(), None);
 }
 
 proptest! {
@@ -183,10 +226,11 @@ proptest! {
     fn ranges_match_the_model(
         model in model(),
         bounds in vec((bound_strategy(), bound_strategy()), 1..8),
+        ends in vec(any::<bool>(), 0..24),
     ) {
         let layer = FrozenLayer::from_sorted_iter(model.iter().map(|(k, v)| (k, *v))).unwrap();
         for (start, end) in &bounds {
-            assert_range_matches(&layer, &model, start, end);
+            assert_range_matches(&layer, &model, start, end, &ends);
         }
         // Bounds on present keys, in both orders (so inverted ranges too) and
         // all four inclusive/exclusive combinations.
@@ -195,7 +239,7 @@ proptest! {
             for (a, b) in [(pair[0], pair[1]), (pair[1], pair[0]), (pair[0], pair[0])] {
                 for start in [Bound::Included(a.clone()), Bound::Excluded(a.clone())] {
                     for end in [Bound::Included(b.clone()), Bound::Excluded(b.clone())] {
-                        assert_range_matches(&layer, &model, &start, &end);
+                        assert_range_matches(&layer, &model, &start, &end, &ends);
                     }
                 }
             }

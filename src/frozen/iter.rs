@@ -4,41 +4,43 @@ use std::fmt;
 use std::ops::Bound;
 
 use fst::Streamer;
-use fst::automaton::{AlwaysMatch, Automaton};
+use fst::automaton::Automaton;
 
 use super::FrozenLayer;
 use super::column::FrozenValue;
 use super::fst_node::{CommonCodes, NodeView, common_codes, single_transition};
-use crate::keys::{as_slice, before_end, owned_bound};
+use crate::keys::{after_start, as_slice, before_end, owned_bound};
 
-/// Entries of a [`FrozenLayer`] in increasing key order: all of them
-/// ([`iter`](FrozenLayer::iter)), a [`range`](FrozenLayer::range), a
-/// [`prefix`](FrozenLayer::prefix), or those an automaton accepts
-/// ([`search`](FrozenLayer::search)).
+/// Entries of a [`FrozenLayer`] in key order: all of them
+/// ([`iter`](FrozenLayer::iter)), a [`range`](FrozenLayer::range) or a
+/// [`prefix`](FrozenLayer::prefix); from the front, the back, or both.
 ///
-/// This is a stream over the fst: it walks the transducer once, keeping the
-/// current key in a buffer, and decodes each value from the column by the
-/// key's ordinal. [`iter`](FrozenLayer::iter), [`range`](FrozenLayer::range)
-/// and [`prefix`](FrozenLayer::prefix) walk the fst's bytes themselves (a
-/// depth-first walk that decodes each node's header once and keeps no frame
-/// for single-transition nodes, 2–3× the fst crate's general stream);
-/// [`search`](FrozenLayer::search) runs the fst crate's automaton stream.
-/// Two ways to consume it:
+/// This is a walk over the fst's bytes (a depth-first walk that decodes each
+/// node's header once and keeps no frame for single-transition nodes, 2–3×
+/// the fst crate's general stream), keeping the current key in a buffer; each
+/// value is decoded from the column by the key's ordinal. The walk from the
+/// back starts at the first [`next_back`](DoubleEndedIterator::next_back);
+/// the two ends stop where they meet (the ordinals tell). Two ways to consume
+/// it:
 ///
-/// * as an [`Iterator`] of `(Vec<u8>, V)`: convenient, but the key is copied
-///   into a fresh `Vec` for every entry (one allocation each);
-/// * with [`next_entry`](Self::next_entry), which lends the key from the
-///   stream's buffer and allocates nothing.
-///
-/// Streams run forward only: the fst crate has no reverse stream.
-pub struct Iter<'a, V: FrozenValue, A: Automaton = AlwaysMatch> {
-    source: Source<'a, A>,
+/// * as an [`Iterator`] (and [`DoubleEndedIterator`]) of `(Vec<u8>, V)`:
+///   convenient, but the key is copied into a fresh `Vec` for every entry
+///   (one allocation each);
+/// * with [`next_entry`](Self::next_entry) and
+///   [`next_back_entry`](Self::next_back_entry), which lend the key from the
+///   walk's buffer and allocate nothing.
+pub struct Iter<'a, V: FrozenValue> {
+    front: Walker<'a>,
+    /// The walk from the back, once asked for.
+    back: Option<BackWalker<'a>>,
+    /// Where the range starts and the fst's root: what a walk from the back
+    /// needs to begin.
+    start: Bound<Vec<u8>>,
+    root: u64,
+    /// Ordinals of the entries taken last from each end.
+    front_last: Option<u64>,
+    back_last: Option<u64>,
     layer: &'a FrozenLayer<V>,
-}
-
-enum Source<'a, A: Automaton> {
-    Walk(Walker<'a>),
-    Stream(fst::raw::Stream<'a, A>),
 }
 
 impl<'a, V: FrozenValue> Iter<'a, V> {
@@ -51,21 +53,17 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
         layer: &'a FrozenLayer<V>,
     ) -> Self {
         Iter {
-            source: Source::Walk(Walker::new(data, root, start, end)),
-            layer,
-        }
-    }
-}
-
-impl<'a, V: FrozenValue, A: Automaton> Iter<'a, V, A> {
-    pub(crate) fn new(stream: fst::raw::Stream<'a, A>, layer: &'a FrozenLayer<V>) -> Self {
-        Iter {
-            source: Source::Stream(stream),
+            front: Walker::new(data, root, start, end),
+            back: None,
+            start: owned_bound(start),
+            root,
+            front_last: None,
+            back_last: None,
             layer,
         }
     }
 
-    /// The next entry, with the key borrowed from the stream (valid until the
+    /// The next entry, with the key borrowed from the walk (valid until the
     /// next call), without allocating.
     ///
     /// ```
@@ -80,15 +78,46 @@ impl<'a, V: FrozenValue, A: Automaton> Iter<'a, V, A> {
     /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
-        let (key, ordinal) = match &mut self.source {
-            Source::Walk(walker) => walker.next()?,
-            Source::Stream(stream) => stream.next().map(|(key, out)| (key, out.value()))?,
+        let (key, ordinal) = self.front.next()?;
+        // Ordinals increase with the keys: at the back's last entry, the
+        // two ends have met.
+        if self.back_last.is_some_and(|back| ordinal >= back) {
+            return None;
+        }
+        self.front_last = Some(ordinal);
+        Some((key, self.layer.value_at(ordinal)))
+    }
+
+    /// The previous entry from the back, with the key borrowed from the walk
+    /// (valid until the next call), without allocating.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2), ("c", 3)])?;
+    /// // The last key before "c": a floor query.
+    /// let mut below = layer.range(..b"c".as_slice());
+    /// assert_eq!(below.next_back_entry(), Some((&b"b"[..], 2)));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn next_back_entry(&mut self) -> Option<(&[u8], V)> {
+        let back = match &mut self.back {
+            Some(back) => back,
+            back @ None => back.insert(BackWalker::new(
+                self.front.data,
+                self.root,
+                as_slice(&self.start),
+                as_slice(&self.front.end),
+            )),
         };
+        let (key, ordinal) = back.next()?;
+        if self.front_last.is_some_and(|front| ordinal <= front) {
+            return None;
+        }
+        self.back_last = Some(ordinal);
         Some((key, self.layer.value_at(ordinal)))
     }
 }
 
-impl<V: FrozenValue, A: Automaton> Iterator for Iter<'_, V, A> {
+impl<V: FrozenValue> Iterator for Iter<'_, V> {
     type Item = (Vec<u8>, V);
 
     #[inline]
@@ -97,9 +126,58 @@ impl<V: FrozenValue, A: Automaton> Iterator for Iter<'_, V, A> {
     }
 }
 
-impl<V: FrozenValue, A: Automaton> fmt::Debug for Iter<'_, V, A> {
+impl<V: FrozenValue> DoubleEndedIterator for Iter<'_, V> {
+    fn next_back(&mut self) -> Option<(Vec<u8>, V)> {
+        self.next_back_entry()
+            .map(|(key, value)| (key.to_vec(), value))
+    }
+}
+
+impl<V: FrozenValue> fmt::Debug for Iter<'_, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Iter")
+            .field("layer", self.layer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Entries of a [`FrozenLayer`] whose keys an automaton accepts, in
+/// increasing key order: see [`search`](FrozenLayer::search).
+///
+/// This runs the fst crate's automaton stream, which goes forward only. As
+/// with [`Iter`], [`next_entry`](Self::next_entry) lends each key instead of
+/// copying it.
+pub struct Search<'a, V: FrozenValue, A: Automaton> {
+    stream: fst::raw::Stream<'a, A>,
+    layer: &'a FrozenLayer<V>,
+}
+
+impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
+    pub(crate) fn new(stream: fst::raw::Stream<'a, A>, layer: &'a FrozenLayer<V>) -> Self {
+        Search { stream, layer }
+    }
+
+    /// The next entry, with the key borrowed from the stream (valid until the
+    /// next call), without allocating.
+    #[inline]
+    pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
+        let (key, ordinal) = self.stream.next()?;
+        Some((key, self.layer.value_at(ordinal.value())))
+    }
+}
+
+impl<V: FrozenValue, A: Automaton> Iterator for Search<'_, V, A> {
+    type Item = (Vec<u8>, V);
+
+    #[inline]
+    fn next(&mut self) -> Option<(Vec<u8>, V)> {
+        self.next_entry().map(|(key, value)| (key.to_vec(), value))
+    }
+}
+
+impl<V: FrozenValue, A: Automaton> fmt::Debug for Search<'_, V, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Search")
             .field("layer", self.layer)
             .finish_non_exhaustive()
     }
@@ -246,6 +324,138 @@ impl<'a> Walker<'a> {
                 }
                 return Some((&self.key, output + node.final_output));
             }
+        }
+    }
+}
+
+/// A depth-first walk over an fst's keys in a range, in decreasing order,
+/// with their outputs: [`Walker`] backwards. A node's own key comes after
+/// its subtree's (it is a prefix of them), so a node keeps its frame until
+/// its transitions are all taken, even with only one.
+pub(crate) struct BackWalker<'a> {
+    data: &'a [u8],
+    codes: &'static CommonCodes,
+    /// Nodes whose smaller transitions, or own key, are still to come,
+    /// innermost last. `Frame::next` counts the transitions left.
+    stack: Vec<Frame>,
+    key: Vec<u8>,
+    /// A node reached but not yet descended to its largest key.
+    reached: Option<(u64, u64)>,
+    /// Where the walk stops.
+    start: Bound<Vec<u8>>,
+}
+
+impl<'a> BackWalker<'a> {
+    /// A walk down from the last key in `start..end` of the fst in `data`
+    /// whose root is at `root`.
+    pub(crate) fn new(data: &'a [u8], root: u64, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Self {
+        let mut walker = BackWalker {
+            data,
+            codes: common_codes(),
+            stack: Vec::new(),
+            key: Vec::new(),
+            reached: None,
+            start: owned_bound(start),
+        };
+        match end {
+            Bound::Unbounded => walker.reached = Some((root, 0)),
+            Bound::Included(key) => walker.seek(root, key, true),
+            Bound::Excluded(key) => walker.seek(root, key, false),
+        }
+        walker
+    }
+
+    /// Sets the walk up to go on from the last key before `target` (or at
+    /// it, if `inclusive`): descends along `target`, leaving a frame for the
+    /// smaller transitions (and the own key, a prefix of `target`) of each
+    /// node on the way.
+    fn seek(&mut self, root: u64, target: &[u8], inclusive: bool) {
+        let (mut addr, mut output) = (root, 0);
+        for (depth, &byte) in target.iter().enumerate() {
+            let node = NodeView::new(self.data, addr, self.codes);
+            let mut smaller = 0;
+            while smaller < node.len && node.transition(self.data, smaller).input < byte {
+                smaller += 1;
+            }
+            if smaller > 0 || node.is_final {
+                self.stack.push(Frame {
+                    node,
+                    next: smaller,
+                    output,
+                    depth,
+                });
+            }
+            let on_path = (smaller < node.len)
+                .then(|| node.transition(self.data, smaller))
+                .filter(|t| t.input == byte);
+            let Some(t) = on_path else {
+                return;
+            };
+            self.key.push(byte);
+            addr = t.addr;
+            output += t.output;
+        }
+        if inclusive {
+            // `target` itself, if it is a key; everything below it is larger.
+            let node = NodeView::new(self.data, addr, self.codes);
+            if node.is_final {
+                self.stack.push(Frame {
+                    node,
+                    next: 0,
+                    output,
+                    depth: target.len(),
+                });
+            }
+        }
+    }
+
+    /// The previous key and its output.
+    pub(crate) fn next(&mut self) -> Option<(&[u8], u64)> {
+        loop {
+            if let Some((mut addr, mut output)) = self.reached.take() {
+                // Down to the largest key below: the last transition each time.
+                loop {
+                    while let Some(t) = single_transition(self.data, addr, self.codes) {
+                        self.key.push(t.input);
+                        addr = t.addr;
+                        output += t.output;
+                    }
+                    let node = NodeView::branching(self.data, addr);
+                    let last = node.len.checked_sub(1);
+                    self.stack.push(Frame {
+                        node,
+                        next: last.unwrap_or(0),
+                        output,
+                        depth: self.key.len(),
+                    });
+                    let Some(last) = last else {
+                        break;
+                    };
+                    let t = node.transition(self.data, last);
+                    self.key.push(t.input);
+                    addr = t.addr;
+                    output += t.output;
+                }
+            }
+            let frame = self.stack.last_mut()?;
+            self.key.truncate(frame.depth);
+            if frame.next > 0 {
+                frame.next -= 1;
+                let t = frame.node.transition(self.data, frame.next);
+                self.key.push(t.input);
+                self.reached = Some((t.addr, frame.output + t.output));
+                continue;
+            }
+            let frame = self.stack.pop().expect("the frame just seen");
+            if !frame.node.is_final {
+                continue;
+            }
+            if !after_start(&self.key, as_slice(&self.start)) {
+                // Keys only shrink from here.
+                self.stack.clear();
+                return None;
+            }
+            return Some((&self.key, frame.output + frame.node.final_output));
         }
     }
 }

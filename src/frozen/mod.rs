@@ -125,7 +125,7 @@ use fst::IntoStreamer;
 pub use self::build::FrozenLayerBuilder;
 pub use self::column::{BytesColumn, FrozenValue, IntColumn, ValueColumn};
 use self::format::{Check, FstBytes, Storage};
-pub use self::iter::Iter;
+pub use self::iter::{Iter, Search};
 use crate::keys::prefix_successor;
 use crate::{Error, FastArt, Result};
 
@@ -459,8 +459,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// With the `levenshtein` feature, `automaton::Levenshtein::new(query,
     /// distance)` finds keys within an edit distance (its construction can
     /// take much time and memory for long queries; see the fst crate).
-    pub fn search<A: automaton::Automaton>(&self, automaton: A) -> Iter<'_, V, A> {
-        Iter::new(self.fst.search(automaton).into_stream(), self)
+    pub fn search<A: automaton::Automaton>(&self, automaton: A) -> Search<'_, V, A> {
+        Search::new(self.fst.search(automaton).into_stream(), self)
     }
 
     /// Heap bytes held by the layer: the capacity of its byte buffer when it
