@@ -2,7 +2,7 @@
 //! removes, lookups, scans and merges (synchronous, background, and
 //! automatic by the policy), over keys that stress tries.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
 use memkv::{HybridConfig, HybridMap};
@@ -31,7 +31,10 @@ enum Op {
     Insert(Vec<u8>, u64),
     Remove(Vec<u8>),
     Get(Vec<u8>),
-    Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    /// A range forwards, backwards, then from both ends as the flags say
+    /// (`true`: the front), with a write to the map halfway that the
+    /// iterator, a snapshot, must not see.
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>, Vec<bool>, (Vec<u8>, u64)),
     Prefix(Vec<u8>),
     Iterate,
     Edges,
@@ -60,7 +63,8 @@ fn op_without_merges() -> impl Strategy<Value = Op> {
         10 => (key(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
         6 => key().prop_map(Op::Remove),
         4 => key().prop_map(Op::Get),
-        2 => (bound(), bound()).prop_map(|(a, b)| Op::Range(a, b)),
+        2 => (bound(), bound(), prop::collection::vec(any::<bool>(), 0..24), (key(), any::<u64>()))
+            .prop_map(|(a, b, ends, write)| Op::Range(a, b, ends, write)),
         2 => key().prop_map(Op::Prefix),
         1 => Just(Op::Iterate),
         2 => Just(Op::Edges),
@@ -105,11 +109,26 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 prop_assert_eq!(map.get(&k), model.get(&k).copied());
                 prop_assert_eq!(map.contains_key(&k), model.contains_key(&k));
             }
-            Op::Range(start, end) => {
-                let got: Vec<_> = map
-                    .range::<[u8], _>((as_ref(&start), as_ref(&end)))
-                    .collect();
-                prop_assert_eq!(got, model_range(&model, &start, &end));
+            Op::Range(start, end, ends, (key, value)) => {
+                let range = || map.range::<[u8], _>((as_ref(&start), as_ref(&end)));
+                let want = model_range(&model, &start, &end);
+                prop_assert_eq!(range().collect::<Vec<_>>(), want.clone());
+                let backwards: Vec<_> = range().rev().collect();
+                prop_assert!(backwards.iter().eq(want.iter().rev()));
+                let mut both = range();
+                let mut expected: VecDeque<_> = want.into_iter().collect();
+                let rest = std::iter::repeat_n(&true, expected.len() + 1);
+                for (i, &front) in ends.iter().chain(rest).enumerate() {
+                    if i == ends.len() / 2 {
+                        prop_assert_eq!(map.insert(&key, value), model.insert(key.clone(), value));
+                    }
+                    let (got, want) = if front {
+                        (both.next(), expected.pop_front())
+                    } else {
+                        (both.next_back(), expected.pop_back())
+                    };
+                    prop_assert_eq!(got, want);
+                }
             }
             Op::Prefix(p) => {
                 let got: Vec<_> = map.prefix(&p).collect();
@@ -118,6 +137,8 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                     .filter(|(k, _)| k.starts_with(&p))
                     .map(|(k, v)| (k.clone(), *v))
                     .collect();
+                let backwards: Vec<_> = map.prefix(&p).rev().collect();
+                prop_assert!(backwards.iter().eq(want.iter().rev()));
                 prop_assert_eq!(got, want);
             }
             Op::Iterate => {
@@ -128,7 +149,13 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                     got.push((k.to_vec(), v));
                 }
                 let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
-                prop_assert_eq!(got, want);
+                prop_assert_eq!(&got, &want);
+                let mut it = map.iter();
+                got.clear();
+                while let Some((k, v)) = it.next_back_entry() {
+                    got.push((k.to_vec(), v));
+                }
+                prop_assert!(got.iter().eq(want.iter().rev()));
             }
             Op::Edges => {
                 let first = model.first_key_value().map(|(k, v)| (k.clone(), *v));

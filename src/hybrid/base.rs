@@ -100,6 +100,19 @@ impl<V: FrozenValue> Part<V> {
         (self.upper.as_deref()).is_some_and(|upper| before_end(upper, end))
     }
 
+    /// Whether keys before this part may still lie after `start`.
+    pub(crate) fn previous_within(&self, start: Bound<&[u8]>) -> bool {
+        match start {
+            Bound::Unbounded => true,
+            Bound::Included(start) | Bound::Excluded(start) => *start < *self.lower,
+        }
+    }
+
+    /// Whether the part lies wholly after `end`.
+    pub(crate) fn starts_after(&self, end: Bound<&[u8]>) -> bool {
+        !before_end(&self.lower, end)
+    }
+
     /// Whether the part lies wholly before `start`.
     pub(crate) fn ends_before(&self, start: Bound<&[u8]>) -> bool {
         match (&self.upper, start) {

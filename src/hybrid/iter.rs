@@ -21,7 +21,7 @@ use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
 use super::base::Part;
-use super::layers::{Delta, Layers};
+use super::layers::{Delta, KeyBounds, Layers};
 use crate::FrozenValue;
 use crate::keys::as_slice;
 
@@ -85,8 +85,23 @@ enum Feed<V: FrozenValue> {
     Fixed,
     Delta(Arc<Delta<V>>),
     /// The base's parts from the one being read on. A part is dropped once
-    /// read, so that a merge frees the old base's parts as it passes them.
-    Base(VecDeque<Part<V>>),
+    /// read, so that a merge frees the old base's parts as it passes them:
+    /// going forward, at the next refill, since a walk from the back
+    /// started meanwhile needs the parts of the batch in hand
+    /// ([`Source::reversed`]); `spent` counts those read to the end.
+    Base {
+        parts: VecDeque<Part<V>>,
+        spent: usize,
+    },
+}
+
+/// Which way an iterator, or one of its ends, goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// Increasing keys.
+    Forward,
+    /// Decreasing keys.
+    Backward,
 }
 
 /// One layer being merged.
@@ -97,6 +112,8 @@ struct Source<V: FrozenValue> {
     pos: usize,
     /// Whether the layer has nothing after `batch`.
     exhausted: bool,
+    /// Which way the batches go: `batch` holds its keys in this order.
+    direction: Direction,
     /// Where the next batch starts.
     from: Resume,
     /// The key `from` refers to.
@@ -107,22 +124,23 @@ struct Source<V: FrozenValue> {
 /// Where a source's next batch starts.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Resume {
-    /// At the iterator's start bound.
+    /// At the iterator's start bound (its end bound, going backward).
     Start,
-    /// After `resume`, the last key fetched.
+    /// Past `resume`, the last key fetched.
     After,
     /// At `resume` (after an [`Iter::skip_to`]).
     At,
 }
 
 impl<V: FrozenValue + Clone> Source<V> {
-    fn new(feed: Feed<V>, batch: Batch<V>) -> Self {
+    fn new(feed: Feed<V>, batch: Batch<V>, direction: Direction) -> Self {
         let fixed = matches!(feed, Feed::Fixed);
         Source {
             feed,
             batch,
             pos: 0,
             exhausted: fixed,
+            direction,
             from: Resume::Start,
             resume: Vec::new(),
             next_batch: FIRST_BATCH,
@@ -152,12 +170,15 @@ impl<V: FrozenValue + Clone> Source<V> {
         }
         self.batch.clear();
         self.pos = 0;
-        let lower = match self.from {
-            Resume::Start => as_slice(start),
-            Resume::After => Bound::Excluded(self.resume.as_slice()),
-            Resume::At => Bound::Included(self.resume.as_slice()),
+        let past = match self.from {
+            Resume::Start => None,
+            Resume::After => Some(Bound::Excluded(self.resume.as_slice())),
+            Resume::At => Some(Bound::Included(self.resume.as_slice())),
         };
-        let bounds = (lower, as_slice(end));
+        let bounds = match self.direction {
+            Direction::Forward => (past.unwrap_or(as_slice(start)), as_slice(end)),
+            Direction::Backward => (as_slice(start), past.unwrap_or(as_slice(end))),
+        };
         let want = self.next_batch;
         self.next_batch = (want * 2).min(MAX_BATCH);
         let batch = &mut self.batch;
@@ -166,7 +187,7 @@ impl<V: FrozenValue + Clone> Source<V> {
             Feed::Fixed => true,
             Feed::Delta(delta) => {
                 let mut full = false;
-                delta.visit(bounds, |key, slot| {
+                delta.visit_in(bounds, self.direction, |key, slot| {
                     if batch.len() == want {
                         full = true;
                         return ControlFlow::Break(());
@@ -176,30 +197,9 @@ impl<V: FrozenValue + Clone> Source<V> {
                 });
                 !full
             }
-            Feed::Base(parts) => loop {
-                let Some(part) = parts.front() else {
-                    break true;
-                };
-                let mut entries = part.range(bounds.0, bounds.1);
-                let mut full = false;
-                while let Some((key, value)) = entries.next_entry() {
-                    batch.push(key, Some(value));
-                    if batch.len() == want {
-                        full = true;
-                        break;
-                    }
-                }
-                if full {
-                    break false;
-                }
-                // The part has nothing more in range: on to the next, if
-                // the range goes on past it.
-                let more = part.next_within(bounds.1);
-                parts.pop_front();
-                if !more {
-                    parts.clear();
-                    break true;
-                }
+            Feed::Base { parts, spent } => match self.direction {
+                Direction::Forward => fill_forward(parts, spent, bounds, batch, want),
+                Direction::Backward => fill_backward(parts, bounds, batch, want),
             },
         };
         self.exhausted = complete;
@@ -208,6 +208,91 @@ impl<V: FrozenValue + Clone> Source<V> {
     #[inline]
     fn head(&self) -> &[u8] {
         self.batch.key(self.pos)
+    }
+
+    /// A source that reads the same layer from the back, for an iterator's
+    /// other end, with no batch fetched yet. (The entries behind this
+    /// source's position are not the other end's business: it stops where
+    /// the two ends meet.)
+    fn reversed(&self) -> Self {
+        let feed = match &self.feed {
+            Feed::Fixed => {
+                // The fresh delta's copy cannot be fetched again: reverse it.
+                let mut batch = Batch::new();
+                for i in (0..self.batch.len()).rev() {
+                    batch.push(self.batch.key(i), self.batch.values[i].clone());
+                }
+                return Source::new(Feed::Fixed, batch, Direction::Backward);
+            }
+            Feed::Delta(delta) => Feed::Delta(Arc::clone(delta)),
+            Feed::Base { parts, .. } => Feed::Base {
+                parts: parts.clone(),
+                spent: 0,
+            },
+        };
+        Source::new(feed, Batch::new(), Direction::Backward)
+    }
+}
+
+/// Fills `batch` with up to `want` of the parts' entries within `bounds`,
+/// from the front; true when the parts ran dry first. Parts read to the end
+/// are counted in `spent` and dropped at the next call.
+fn fill_forward<V: FrozenValue>(
+    parts: &mut VecDeque<Part<V>>,
+    spent: &mut usize,
+    bounds: KeyBounds<'_>,
+    batch: &mut Batch<V>,
+    want: usize,
+) -> bool {
+    parts.drain(..*spent);
+    *spent = 0;
+    loop {
+        let Some(part) = parts.get(*spent) else {
+            return true;
+        };
+        let mut entries = part.range(bounds.0, bounds.1);
+        while let Some((key, value)) = entries.next_entry() {
+            batch.push(key, Some(value));
+            if batch.len() == want {
+                return false;
+            }
+        }
+        // The part has nothing more in range: on to the next, if the range
+        // goes on past it.
+        if !part.next_within(bounds.1) {
+            parts.truncate(*spent + 1);
+            return true;
+        }
+        *spent += 1;
+    }
+}
+
+/// Fills `batch` with up to `want` of the parts' entries within `bounds`,
+/// from the back; true when the parts ran dry first.
+fn fill_backward<V: FrozenValue>(
+    parts: &mut VecDeque<Part<V>>,
+    bounds: KeyBounds<'_>,
+    batch: &mut Batch<V>,
+    want: usize,
+) -> bool {
+    loop {
+        let Some(part) = parts.back() else {
+            return true;
+        };
+        if !part.starts_after(bounds.1) {
+            let mut entries = part.range(bounds.0, bounds.1);
+            while let Some((key, value)) = entries.next_back_entry() {
+                batch.push(key, Some(value));
+                if batch.len() == want {
+                    return false;
+                }
+            }
+        }
+        if !part.previous_within(bounds.0) {
+            parts.clear();
+            return true;
+        }
+        parts.pop_back();
     }
 }
 
@@ -230,15 +315,23 @@ impl<V: FrozenValue + Clone> Source<V> {
 /// [`next_entry`](Self::next_entry), which lends the key and allocates only
 /// once per batch.
 ///
-/// Like [`FrozenLayer`](crate::FrozenLayer)'s streams it runs forward only
-/// (the fst has no reverse stream);
-/// [`last_key_value`](super::HybridMap::last_key_value) finds the last entry
-/// without one.
+/// It runs from both ends ([`DoubleEndedIterator`],
+/// [`next_back_entry`](Self::next_back_entry)); the walk from the back
+/// starts at the first call from that end, over the same snapshot.
 pub struct Iter<V: FrozenValue> {
     /// Newest first: ties go to the lower index.
-    sources: Vec<Source<V>>,
+    front: Vec<Source<V>>,
+    /// The same layers read from the back, once asked for.
+    back: Option<Vec<Source<V>>>,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
+    /// Where the entries taken last from each end are: (source, batch
+    /// index). An end's batches change only when that end moves on, so the
+    /// other end can compare against its key.
+    front_last: Option<(usize, usize)>,
+    back_last: Option<(usize, usize)>,
+    /// The ends have met, or the range ran out.
+    done: bool,
 }
 
 impl<V: FrozenValue + Clone> Iter<V> {
@@ -252,10 +345,11 @@ impl<V: FrozenValue + Clone> Iter<V> {
     ) -> Self {
         let mut sources = Vec::with_capacity(layers.deltas.len() + 2);
         if let Some(batch) = fresh {
-            sources.push(Source::new(Feed::Fixed, batch));
+            sources.push(Source::new(Feed::Fixed, batch, Direction::Forward));
         }
         for delta in &layers.deltas {
-            sources.push(Source::new(Feed::Delta(Arc::clone(delta)), Batch::new()));
+            let feed = Feed::Delta(Arc::clone(delta));
+            sources.push(Source::new(feed, Batch::new(), Direction::Forward));
         }
         let parts = layers
             .base
@@ -264,18 +358,23 @@ impl<V: FrozenValue + Clone> Iter<V> {
             .skip_while(|part| part.ends_before(as_slice(&start)))
             .cloned()
             .collect();
-        sources.push(Source::new(Feed::Base(parts), Batch::new()));
+        let feed = Feed::Base { parts, spent: 0 };
+        sources.push(Source::new(feed, Batch::new(), Direction::Forward));
         Iter {
-            sources,
+            front: sources,
+            back: None,
             start,
             end,
+            front_last: None,
+            back_last: None,
+            done: false,
         }
     }
 
     /// Starts every batch at its largest size (for merges, which read
     /// everything).
     pub(crate) fn with_large_batches(mut self) -> Self {
-        for source in &mut self.sources {
+        for source in &mut self.front {
             source.next_batch = MAX_BATCH;
         }
         self
@@ -294,43 +393,56 @@ impl<V: FrozenValue + Clone> Iter<V> {
     /// assert_eq!(total, 3);
     /// ```
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
-        let (winner, index, value) = loop {
-            let (start, end) = (&self.start, &self.end);
-            let mut best: Option<usize> = None;
-            for i in 0..self.sources.len() {
-                if !self.sources[i].ensure_head(start, end) {
-                    continue;
-                }
-                // Strictly smaller: on equal keys the newer (earlier) source
-                // stays the best.
-                if best.is_none_or(|b| self.sources[i].head() < self.sources[b].head()) {
-                    best = Some(i);
-                }
-            }
-            let winner = best?;
-            // Older layers' entries for the same key are hidden: skip them.
-            let (newer, older) = self.sources.split_at_mut(winner + 1);
-            let source = &mut newer[winner];
-            let key = source.head();
-            for other in older {
-                if other.pos < other.batch.len() && other.head() == key {
-                    other.pos += 1;
-                }
-            }
-            let index = source.pos;
-            source.pos += 1;
-            // A tombstone (`None`) hides the key: go on to the next.
-            if let Some(value) = source.batch.values[index].take() {
-                break (winner, index, value);
-            }
+        if self.done {
+            return None;
+        }
+        let limit = last_key(self.back.as_deref(), self.back_last);
+        let Some((source, index, value)) = step(
+            &mut self.front,
+            (&self.start, &self.end),
+            Direction::Forward,
+            limit,
+        ) else {
+            self.done = true;
+            return None;
         };
-        Some((self.sources[winner].batch.key(index), value))
+        self.front_last = Some((source, index));
+        Some((self.front[source].batch.key(index), value))
+    }
+
+    /// The next entry from the back, its key borrowed from the iterator
+    /// (valid until the next call).
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u64> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
+    /// // The last key before "c": a floor query.
+    /// let mut below = map.range(..b"c".as_slice());
+    /// assert_eq!(below.next_back_entry(), Some((&b"b"[..], 2)));
+    /// ```
+    pub fn next_back_entry(&mut self) -> Option<(&[u8], V)> {
+        if self.done {
+            return None;
+        }
+        let front = &self.front;
+        let back = self
+            .back
+            .get_or_insert_with(|| front.iter().map(Source::reversed).collect());
+        let limit = last_key(Some(&self.front), self.front_last);
+        let Some((source, index, value)) =
+            step(back, (&self.start, &self.end), Direction::Backward, limit)
+        else {
+            self.done = true;
+            return None;
+        };
+        self.back_last = Some((source, index));
+        Some((back[source].batch.key(index), value))
     }
 
     /// Skips the entries before `key`, reading none of those not yet
     /// fetched (for a merge that puts an old part in place as it is).
     pub(crate) fn skip_to(&mut self, key: &[u8]) {
-        for source in &mut self.sources {
+        debug_assert!(self.back.is_none(), "merges read forward only");
+        for source in &mut self.front {
             while source.pos < source.batch.len() && source.head() < key {
                 source.pos += 1;
             }
@@ -347,8 +459,8 @@ impl<V: FrozenValue + Clone> Iter<V> {
 
     /// Heap bytes held by the iterator's buffers.
     pub fn memory_usage(&self) -> usize {
-        self.sources
-            .iter()
+        (self.front.iter())
+            .chain(self.back.iter().flatten())
             .map(|s| s.batch.memory_usage() + s.resume.capacity())
             .sum()
     }
@@ -363,12 +475,79 @@ impl<V: FrozenValue + Clone> Iterator for Iter<V> {
     }
 }
 
+impl<V: FrozenValue + Clone> DoubleEndedIterator for Iter<V> {
+    #[inline]
+    fn next_back(&mut self) -> Option<(Vec<u8>, V)> {
+        self.next_back_entry()
+            .map(|(key, value)| (key.to_vec(), value))
+    }
+}
+
 impl<V: FrozenValue + Clone> FusedIterator for Iter<V> {}
 
 impl<V: FrozenValue> fmt::Debug for Iter<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Iter")
-            .field("layers", &self.sources.len())
+            .field("layers", &self.front.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// The key of the entry at `at` in `sources`, if any.
+fn last_key<V: FrozenValue>(
+    sources: Option<&[Source<V>]>,
+    at: Option<(usize, usize)>,
+) -> Option<&[u8]> {
+    let (source, index) = at?;
+    Some(sources?[source].batch.key(index))
+}
+
+/// Takes the next entry of the merged `sources` going `direction`: the
+/// nearest head wins, the newest layer on a tie, and a tombstone hides the
+/// key. Returns where the entry is (source, batch index) and its value;
+/// `None` once the range runs out or the entry would reach `limit`, the
+/// other end's last key.
+fn step<V: FrozenValue + Clone>(
+    sources: &mut [Source<V>],
+    (start, end): (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
+    direction: Direction,
+    limit: Option<&[u8]>,
+) -> Option<(usize, usize, V)> {
+    let nearer = |a: &[u8], b: &[u8]| match direction {
+        Direction::Forward => a < b,
+        Direction::Backward => a > b,
+    };
+    loop {
+        let mut best: Option<usize> = None;
+        for i in 0..sources.len() {
+            if !sources[i].ensure_head(start, end) {
+                continue;
+            }
+            // Strictly nearer: on equal keys the newer (earlier) source
+            // stays the best.
+            if best.is_none_or(|b| nearer(sources[i].head(), sources[b].head())) {
+                best = Some(i);
+            }
+        }
+        let winner = best?;
+        let (newer, older) = sources.split_at_mut(winner + 1);
+        let source = &mut newer[winner];
+        let key = source.head();
+        // The other end has taken this key, and all beyond it.
+        if limit.is_some_and(|limit| !nearer(key, limit)) {
+            return None;
+        }
+        // Older layers' entries for the same key are hidden: skip them.
+        for other in older {
+            if other.pos < other.batch.len() && other.head() == key {
+                other.pos += 1;
+            }
+        }
+        let index = source.pos;
+        source.pos += 1;
+        // A tombstone (`None`) hides the key: go on to the next.
+        if let Some(value) = source.batch.values[index].take() {
+            return Some((winner, index, value));
+        }
     }
 }

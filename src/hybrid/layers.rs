@@ -41,6 +41,7 @@ use std::sync::Arc;
 
 use super::base::Base;
 use super::filter::{KeyFilter, key_hash};
+use super::iter::Direction;
 use crate::{FastArt, FrozenLayer, FrozenValue};
 
 /// A delta: changes over the layers below it, as values and tombstones.
@@ -151,32 +152,59 @@ impl<V> Delta<V> {
     pub(crate) fn visit(
         &self,
         bounds: KeyBounds<'_>,
+        visit: impl FnMut(&[u8], Option<&V>) -> ControlFlow<()>,
+    ) {
+        self.visit_in(bounds, Direction::Forward, visit);
+    }
+
+    /// [`visit`](Self::visit), in increasing or decreasing key order.
+    pub(crate) fn visit_in(
+        &self,
+        bounds: KeyBounds<'_>,
+        direction: Direction,
         mut visit: impl FnMut(&[u8], Option<&V>) -> ControlFlow<()>,
     ) {
         let mut values = self.values.range::<[u8], _>(bounds);
         let mut tombstones = self.tombstones.range::<[u8], _>(bounds);
-        let mut value = values.next_entry();
-        let mut tombstone = tombstones.next_entry();
+        let backward = direction == Direction::Backward;
+        let mut value = if backward {
+            values.next_back_entry()
+        } else {
+            values.next_entry()
+        };
+        let mut tombstone = if backward {
+            tombstones.next_back_entry()
+        } else {
+            tombstones.next_entry()
+        };
         loop {
-            // The trees hold no key in common, so the smaller head is next.
+            // The trees hold no key in common, so the nearer head is next.
             let next_is_value = match (&value, &tombstone) {
                 (None, None) => return,
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
-                (Some((v, _)), Some((t, _))) => v < t,
+                (Some((v, _)), Some((t, _))) => (v < t) != backward,
             };
             if next_is_value {
                 let (key, v) = value.expect("checked above");
                 if visit(key, Some(v)).is_break() {
                     return;
                 }
-                value = values.next_entry();
+                value = if backward {
+                    values.next_back_entry()
+                } else {
+                    values.next_entry()
+                };
             } else {
                 let (key, ()) = tombstone.expect("checked above");
                 if visit(key, None).is_break() {
                     return;
                 }
-                tombstone = tombstones.next_entry();
+                tombstone = if backward {
+                    tombstones.next_back_entry()
+                } else {
+                    tombstones.next_entry()
+                };
             }
         }
     }
