@@ -45,6 +45,8 @@ enum Op {
     Insert(Vec<u8>, u32),
     Remove(Vec<u8>),
     Get(Vec<u8>),
+    /// Some keys, present ones among them, looked up at once.
+    GetMany(Vec<Vec<u8>>, Vec<prop::sample::Index>),
     Range(Bound<Vec<u8>>, Bound<Vec<u8>>, Vec<bool>),
     Prefix(Vec<u8>, Vec<bool>),
     Iterate(Vec<bool>),
@@ -61,6 +63,8 @@ fn op() -> impl Strategy<Value = Op> {
         10 => (key(), any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
         6 => key().prop_map(Op::Remove),
         3 => key().prop_map(Op::Get),
+        1 => (prop::collection::vec(key(), 0..40), prop::collection::vec(any::<prop::sample::Index>(), 0..40))
+            .prop_map(|(keys, present)| Op::GetMany(keys, present)),
         2 => (bound(), bound(), sides()).prop_map(|(a, b, s)| Op::Range(a, b, s)),
         2 => (prop::collection::vec(prop::sample::select(vec![0x00u8, b'a', b'p', b'w', b'/', 0xFF]), 0..4), sides())
             .prop_map(|(p, s)| Op::Prefix(p, s)),
@@ -119,6 +123,19 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
         Op::Get(k) => {
             assert_eq!(map.get(k), model.get(k), "get {k:?}");
             assert_eq!(map.contains_key(k), model.contains_key(k));
+        }
+        Op::GetMany(keys, present) => {
+            // Random keys (mostly absent) interleaved with present ones, more
+            // than the lookups under way at once.
+            let stored: Vec<&Vec<u8>> = model.keys().collect();
+            let mut keys = keys.clone();
+            if !stored.is_empty() {
+                for (i, pick) in present.iter().enumerate() {
+                    keys.insert(i.min(keys.len()), pick.get(&stored).to_vec());
+                }
+            }
+            let want: Vec<_> = keys.iter().map(|k| model.get(k)).collect();
+            assert_eq!(map.get_many(&keys), want, "get_many {keys:?}");
         }
         Op::Range(lo, hi, sides) => {
             let want: Vec<_> = model

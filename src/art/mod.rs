@@ -186,6 +186,33 @@ impl<V> FastArt<V> {
         self.raw.get(key.as_ref()).map(|v| unsafe { &*v })
     }
 
+    /// The values stored under each of `keys`, in the order of `keys`: the
+    /// same answers as calling [`get`](Self::get) for each, faster when
+    /// there are many.
+    ///
+    /// A lookup in a large tree waits on one cache miss per level, each
+    /// depending on the one before. This runs up to 16 lookups side by side,
+    /// each prefetching the node it will read next, so their misses overlap
+    /// instead of queueing. Worth it from a few dozen keys on, on a map much
+    /// larger than the CPU caches; the result is one allocation per call.
+    ///
+    /// ```
+    /// use memkv::FastArt;
+    ///
+    /// let map: FastArt<u32> = [("usr/bin/ls", 1), ("usr/bin/cat", 2)].into_iter().collect();
+    /// let found = map.get_many(&["usr/bin/cat", "usr/bin/vi", "usr/bin/ls"]);
+    /// assert_eq!(found, [Some(&2), None, Some(&1)]);
+    /// ```
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Option<&V>> {
+        let mut values = vec![None; keys.len()];
+        self.raw.get_each(keys, |index, value| {
+            // SAFETY: the pointer names a live value; `&self` keeps the tree
+            // from changing for the returned lifetime.
+            values[index] = value.map(|v| unsafe { &*v });
+        });
+        values
+    }
+
     /// The key-value pair stored under `key` (the key as given).
     pub fn get_key_value<K: AsRef<[u8]>>(&self, key: K) -> Option<(K, &V)> {
         let value = self.get(key.as_ref())?;

@@ -109,6 +109,19 @@ pub(crate) fn prefetch(p: *const u8) {
     let _ = p;
 }
 
+/// Lookups [`RawArt::get_each`] keeps under way at once: enough to cover a
+/// miss to memory with the steps of the others, few enough that their
+/// blocks stay in the L1 cache until used.
+pub(crate) const LANES: usize = 16;
+
+/// Where a lookup stands after one step.
+enum Step<V> {
+    /// Go on at this reference, this many key bytes matched.
+    Down(u32, usize),
+    /// The lookup is over: the value's place, or none.
+    Done(Option<*mut V>),
+}
+
 /// What to do to a node's children when rebuilding it.
 #[derive(Clone, Copy, Debug)]
 enum ChildChange {
@@ -283,32 +296,100 @@ impl<V> RawArt<V> {
     /// The value stored under `key`.
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Option<*mut V> {
-        let mut r = self.root;
-        let mut depth = 0;
+        let (mut r, mut depth) = (self.root, 0);
         loop {
-            if r == 0 {
-                return None;
+            match self.lookup_step(key, r, depth) {
+                Step::Down(child, below) => (r, depth) = (child, below),
+                Step::Done(value) => return value,
             }
-            let rest = &key[depth..];
-            if is_leaf(r) {
-                let suffix = self.leaf_suffix(r);
-                return (suffix.len() == rest.len() && bytes_eq(suffix, rest))
-                    .then(|| self.leaf_value(r));
-            }
-            let node = self.node(r);
-            depth += node.match_prefix(rest)?;
-            if depth == key.len() {
-                // Invariant 5: the terminal's suffix is empty, so it matches.
-                let t = node.terminal();
-                return (t != 0).then(|| self.leaf_value(t));
-            }
-            let slot = node.find(key[depth]);
-            if slot.is_null() {
-                return None;
-            }
-            r = read_ref(slot);
-            depth += 1;
         }
+    }
+
+    /// Looks up every key of `keys`, handing `found` each key's index and
+    /// result, in no particular order.
+    ///
+    /// One lookup is a chain of dependent cache misses, one per level. Here
+    /// up to [`LANES`] lookups are under way at once: each takes one step
+    /// down per turn and prefetches the block it will read next, so that the
+    /// misses of different lookups overlap. A lane whose lookup ends takes
+    /// the next key.
+    pub(crate) fn get_each<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        mut found: impl FnMut(usize, Option<*mut V>),
+    ) {
+        #[derive(Clone, Copy, Default)]
+        struct Lane {
+            index: usize,
+            r: u32,
+            depth: usize,
+        }
+        let mut lanes = [Lane::default(); LANES];
+        let mut active = keys.len().min(LANES);
+        for (index, lane) in lanes[..active].iter_mut().enumerate() {
+            lane.index = index;
+            lane.r = self.root;
+        }
+        let mut next = active;
+        while active > 0 {
+            let mut i = 0;
+            while i < active {
+                let lane = &mut lanes[i];
+                match self.lookup_step(keys[lane.index].as_ref(), lane.r, lane.depth) {
+                    Step::Down(r, depth) => {
+                        prefetch(self.ptr(r));
+                        (lane.r, lane.depth) = (r, depth);
+                        i += 1;
+                    }
+                    Step::Done(value) => {
+                        found(lane.index, value);
+                        if next < keys.len() {
+                            *lane = Lane {
+                                index: next,
+                                r: self.root,
+                                depth: 0,
+                            };
+                            next += 1;
+                            i += 1;
+                        } else {
+                            // The last lane takes this one's place.
+                            active -= 1;
+                            lanes[i] = lanes[active];
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// One step of a lookup of `key` at `r`, the first `depth` bytes of
+    /// `key` matched on the way: the answer, or the child to go on at.
+    #[inline(always)]
+    fn lookup_step(&self, key: &[u8], r: u32, depth: usize) -> Step<V> {
+        if r == 0 {
+            return Step::Done(None);
+        }
+        let rest = &key[depth..];
+        if is_leaf(r) {
+            let suffix = self.leaf_suffix(r);
+            let hit = suffix.len() == rest.len() && bytes_eq(suffix, rest);
+            return Step::Done(hit.then(|| self.leaf_value(r)));
+        }
+        let node = self.node(r);
+        let Some(matched) = node.match_prefix(rest) else {
+            return Step::Done(None);
+        };
+        let depth = depth + matched;
+        if depth == key.len() {
+            // Invariant 5: the terminal's suffix is empty, so it matches.
+            let t = node.terminal();
+            return Step::Done((t != 0).then(|| self.leaf_value(t)));
+        }
+        let slot = node.find(key[depth]);
+        if slot.is_null() {
+            return Step::Done(None);
+        }
+        Step::Down(read_ref(slot), depth + 1)
     }
 
     /// Whether one more insert is certain to find arena room (an insert
