@@ -22,6 +22,8 @@ use crate::structures::{BuildInput, BuildOrder, Structure};
 const MAX_FAILURES: usize = 3;
 /// Probe points for scans, evenly spread over the sorted keys.
 pub(crate) const PROBES: usize = 8;
+/// Keys per call of a batched lookup.
+pub(crate) const LOOKUP_BATCH: usize = 1024;
 /// Prefix scans: two prefix lengths per probe.
 pub(crate) const PREFIX_SCANS: usize = 2 * PROBES;
 
@@ -388,6 +390,37 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
             show(ds.keys.get(i)),
             ds.values[i]
         ));
+    }
+
+    if S::BATCHED {
+        phase("lookup, batched");
+        let mut correct = 0u64;
+        let mut wrong = Vec::new();
+        let mut keys = Vec::with_capacity(LOOKUP_BATCH);
+        let mut values = Vec::with_capacity(LOOKUP_BATCH);
+        let start = Instant::now();
+        for batch in p.lookup_order.chunks(LOOKUP_BATCH) {
+            keys.clear();
+            keys.extend(batch.iter().map(|&i| ds.keys.get(i as usize)));
+            map.get_batch(&keys, &mut values);
+            for (got, &i) in values.iter().zip(batch) {
+                if *got == Some(ds.values[i as usize]) {
+                    correct += 1;
+                } else if wrong.len() < MAX_FAILURES {
+                    wrong.push((i as usize, *got));
+                }
+            }
+        }
+        let elapsed = start.elapsed();
+        rec.batched_lookup_ops_per_s = Some(per_second(n, elapsed));
+        rec.correct_batched_lookups = Some(correct);
+        for (i, got) in wrong {
+            rec.failures.push(format!(
+                "batched lookup: {} returned {got:?}, expected {}",
+                show(ds.keys.get(i)),
+                ds.values[i]
+            ));
+        }
     }
 
     if S::ORDERED {

@@ -78,6 +78,12 @@ pub(crate) struct Record {
     pub(crate) scan_keys: Option<u64>,
     /// Scan results that differed from the sorted dataset (as for iteration).
     pub(crate) scan_mismatches: Option<u64>,
+    /// Lookups per second through the structure's batched lookup (for
+    /// FastArt, `get_many`), same keys and order as `lookup_ops_per_s`;
+    /// `null` for structures without one.
+    pub(crate) batched_lookup_ops_per_s: Option<f64>,
+    /// Batched lookups that returned the expected value (of `lookups`).
+    pub(crate) correct_batched_lookups: Option<u64>,
     /// The first few wrong results, described.
     pub(crate) failures: Vec<String>,
     /// Facts needed to read the row.
@@ -89,6 +95,9 @@ impl Record {
     #[cfg(test)]
     pub(crate) fn all_correct(&self) -> bool {
         self.correct_lookups == self.lookups
+            && self
+                .correct_batched_lookups
+                .is_none_or(|c| Some(c) == self.lookups)
             && self.iter_mismatches.unwrap_or(0) == 0
             && self.scan_mismatches.unwrap_or(0) == 0
     }
@@ -131,6 +140,7 @@ pub(crate) fn combine(runs: &[Record]) -> Record {
     out.overhead_per_key = med(|r| r.overhead_per_key);
     out.insert_ops_per_s = med(|r| r.insert_ops_per_s);
     out.lookup_ops_per_s = med(|r| r.lookup_ops_per_s);
+    out.batched_lookup_ops_per_s = med(|r| r.batched_lookup_ops_per_s);
     out.iter_keys_per_s = med(|r| r.iter_keys_per_s);
     out.prefix_keys_per_s = med(|r| r.prefix_keys_per_s);
     out.range_keys_per_s = med(|r| r.range_keys_per_s);
@@ -138,6 +148,7 @@ pub(crate) fn combine(runs: &[Record]) -> Record {
     out.range_scans_per_s = med(|r| r.range_scans_per_s);
     // Checks: the worst run counts.
     out.correct_lookups = runs.iter().filter_map(|r| r.correct_lookups).min();
+    out.correct_batched_lookups = runs.iter().filter_map(|r| r.correct_batched_lookups).min();
     out.lookups = runs.iter().filter_map(|r| r.lookups).max();
     out.iter_mismatches = runs.iter().filter_map(|r| r.iter_mismatches).max();
     out.scan_mismatches = runs.iter().filter_map(|r| r.scan_mismatches).max();

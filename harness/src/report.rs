@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::dataset::{Dataset, LoadReport};
 use crate::machine::Machine;
-use crate::measure::{PREFIX_SCANS, PROBES};
+use crate::measure::{LOOKUP_BATCH, PREFIX_SCANS, PROBES};
 use crate::record::Record;
 
 /// The structure whose throughputs the ratios are relative to.
@@ -233,6 +233,42 @@ pub(crate) fn tables(records: &[Record]) -> String {
         let _ = writeln!(s, "\n(no ratios: {BASELINE} was not measured)");
     }
 
+    let batched: Vec<&Record> = (records.iter())
+        .filter(|r| r.batched_lookup_ops_per_s.is_some())
+        .collect();
+    if !batched.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nBatched lookups ({LOOKUP_BATCH} keys per call, the same keys in the same order as lookup/s, \
+             every value checked; ratios to {BASELINE}'s lookup/s):\n"
+        );
+        let _ = writeln!(
+            s,
+            "| structure | batched lookup/s | vs its own lookup/s | correctness |"
+        );
+        let _ = writeln!(s, "|---|--:|--:|---|");
+        for r in batched {
+            let own = match (r.batched_lookup_ops_per_s, r.lookup_ops_per_s) {
+                (Some(b), Some(l)) if l > 0.0 => format!("{:.2}×", b / l),
+                _ => "—".into(),
+            };
+            let checked = match (r.correct_batched_lookups, r.lookups) {
+                (Some(c), Some(n)) if c == n => format!("100% ({})", thousands(c)),
+                (Some(c), Some(n)) => format!("{}/{} ✗", thousands(c), thousands(n)),
+                _ => "—".into(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {own} | {checked} |",
+                r.structure,
+                throughput(
+                    r.batched_lookup_ops_per_s,
+                    base.and_then(|b| b.lookup_ops_per_s)
+                ),
+            );
+        }
+    }
+
     let _ = writeln!(
         s,
         "\nScans ({PREFIX_SCANS} prefix scans: a third and two thirds of {PROBES} spread-out keys; \
@@ -354,6 +390,26 @@ mod tests {
             rows[5].contains("**error:** not yet available"),
             "{}",
             rows[5]
+        );
+        assert!(!t.contains("Batched lookups"), "no structure batches here");
+    }
+
+    #[test]
+    fn batched_lookups_get_their_own_table() {
+        let mut art = rec("fastart");
+        art.batched_lookup_ops_per_s = Some(6e6);
+        art.correct_batched_lookups = Some(100_000);
+        let mut wrong = rec("other");
+        wrong.batched_lookup_ops_per_s = Some(1e6);
+        wrong.correct_batched_lookups = Some(7);
+        let t = tables(&[rec("btreemap"), art, wrong]);
+        assert!(
+            t.contains("| fastart | 6.00 M (3.00×) | 3.00× | 100% (100,000) |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| other | 1.00 M (0.50×) | 0.50× | 7/100,000 ✗ |"),
+            "{t}"
         );
     }
 }

@@ -213,6 +213,7 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
     assert!(abort.contains("during lookup"), "{abort}");
     assert!(recs[2]["error"].is_null());
     assert_eq!(recs[2]["correct_lookups"], 450);
+    assert_eq!(recs[2]["correct_batched_lookups"], 450);
     assert_eq!(recs[2]["iter_mismatches"], 50);
     assert!(
         recs[3]["error"].is_null(),
@@ -222,6 +223,15 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
     assert!(
         table.contains("90.000% (450/500) ✗; iteration ✗ 50 wrong"),
         "{table}"
+    );
+    assert!(table.contains("| selftest-wrong | "), "{table}");
+    assert!(table.contains("| 450/500 ✗ |"), "{table}");
+    let failures = recs[2]["failures"].as_array().unwrap();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.as_str().unwrap().starts_with("batched lookup: ")),
+        "{failures:?}"
     );
 }
 

@@ -28,6 +28,13 @@ impl<const COMPACT: bool> Structure for FastArtMap<COMPACT> {
         self.0.get(key).copied()
     }
 
+    const BATCHED: bool = true;
+
+    fn get_batch(&self, keys: &[&[u8]], out: &mut Vec<Option<u64>>) {
+        out.clear();
+        out.extend(self.0.get_many(keys).into_iter().map(|v| v.copied()));
+    }
+
     // The lending `next_entry` lends the key from the iterator's buffer:
     // no allocation per entry, unlike `Iterator::next`.
     fn for_each(&self, mut f: impl FnMut(&[u8], u64)) {

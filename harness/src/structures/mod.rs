@@ -74,6 +74,17 @@ pub(crate) trait Structure: Sized {
     /// The value of `key`.
     fn get(&self, key: &[u8]) -> Option<u64>;
 
+    /// Whether the structure has a batched lookup of its own
+    /// ([`Structure::get_batch`]); it is measured only then.
+    const BATCHED: bool = false;
+
+    /// The values of `keys`, in order, into `out` (cleared first), by the
+    /// structure's batched lookup.
+    fn get_batch(&self, keys: &[&[u8]], out: &mut Vec<Option<u64>>) {
+        out.clear();
+        out.extend(keys.iter().map(|key| self.get(key)));
+    }
+
     /// Calls `f` on every entry in key order.
     fn for_each(&self, f: impl FnMut(&[u8], u64));
 

@@ -8,8 +8,8 @@ use super::{BuildInput, Structure, btreemap::BTree};
 pub(crate) const PANIC: u8 = 0;
 /// Aborts the process (no unwinding, no record from the child).
 pub(crate) const ABORT: u8 = 1;
-/// Answers every tenth lookup wrong and skips every tenth entry when read in
-/// order.
+/// Answers every tenth lookup wrong (batched too) and skips every tenth
+/// entry when read in order.
 pub(crate) const WRONG: u8 = 2;
 
 /// The `btreemap` adapter, failing as `MODE` says.
@@ -20,6 +20,9 @@ impl<const MODE: u8> Structure for Faulty<MODE> {
     fn build(input: &BuildInput<'_>) -> Result<Self, String> {
         Ok(Faulty(BTree::build(input)?))
     }
+
+    // The default batched lookup: one `get` per key.
+    const BATCHED: bool = MODE == WRONG;
 
     fn get(&self, key: &[u8]) -> Option<u64> {
         match MODE {
