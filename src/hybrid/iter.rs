@@ -85,13 +85,18 @@ enum Feed<V: FrozenValue> {
     Fixed,
     Delta(Arc<Delta<V>>),
     /// The base's parts from the one being read on. A part is dropped once
-    /// read, so that a merge frees the old base's parts as it passes them:
-    /// going forward, at the next refill, since a walk from the back
-    /// started meanwhile needs the parts of the batch in hand
-    /// ([`Source::reversed`]); `spent` counts those read to the end.
+    /// read, so that a merge frees the old base's parts as it passes them.
     Base {
         parts: VecDeque<Part<V>>,
+        /// Parts read to the end, still at the front of `parts`: an iterator
+        /// keeps them until its next refill, since a walk from the back
+        /// started meanwhile needs the parts of the batch in hand
+        /// ([`Source::reversed`]).
         spent: usize,
+        /// Whether to keep them: not for a merge, which never reads
+        /// backwards, and whose peak memory an old part held a batch longer
+        /// raises (16.6 → 17.0 B/key in a merge of the full dataset).
+        keep_spent: bool,
     },
 }
 
@@ -197,8 +202,12 @@ impl<V: FrozenValue + Clone> Source<V> {
                 });
                 !full
             }
-            Feed::Base { parts, spent } => match self.direction {
-                Direction::Forward => fill_forward(parts, spent, bounds, batch, want),
+            Feed::Base {
+                parts,
+                spent,
+                keep_spent,
+            } => match self.direction {
+                Direction::Forward => fill_forward(parts, spent, *keep_spent, bounds, batch, want),
                 Direction::Backward => fill_backward(parts, bounds, batch, want),
             },
         };
@@ -228,6 +237,7 @@ impl<V: FrozenValue + Clone> Source<V> {
             Feed::Base { parts, .. } => Feed::Base {
                 parts: parts.clone(),
                 spent: 0,
+                keep_spent: false,
             },
         };
         Source::new(feed, Batch::new(), Direction::Backward)
@@ -236,10 +246,12 @@ impl<V: FrozenValue + Clone> Source<V> {
 
 /// Fills `batch` with up to `want` of the parts' entries within `bounds`,
 /// from the front; true when the parts ran dry first. Parts read to the end
-/// are counted in `spent` and dropped at the next call.
+/// are dropped, or with `keep_spent` counted in `spent` and dropped at the
+/// next call.
 fn fill_forward<V: FrozenValue>(
     parts: &mut VecDeque<Part<V>>,
     spent: &mut usize,
+    keep_spent: bool,
     bounds: KeyBounds<'_>,
     batch: &mut Batch<V>,
     want: usize,
@@ -263,7 +275,11 @@ fn fill_forward<V: FrozenValue>(
             parts.truncate(*spent + 1);
             return true;
         }
-        *spent += 1;
+        if keep_spent {
+            *spent += 1;
+        } else {
+            parts.pop_front();
+        }
     }
 }
 
@@ -358,7 +374,11 @@ impl<V: FrozenValue + Clone> Iter<V> {
             .skip_while(|part| part.ends_before(as_slice(&start)))
             .cloned()
             .collect();
-        let feed = Feed::Base { parts, spent: 0 };
+        let feed = Feed::Base {
+            parts,
+            spent: 0,
+            keep_spent: true,
+        };
         sources.push(Source::new(feed, Batch::new(), Direction::Forward));
         Iter {
             front: sources,
@@ -371,11 +391,15 @@ impl<V: FrozenValue + Clone> Iter<V> {
         }
     }
 
-    /// Starts every batch at its largest size (for merges, which read
-    /// everything).
-    pub(crate) fn with_large_batches(mut self) -> Self {
+    /// Sets the iterator up for a merge, which reads everything, forward
+    /// only: every batch at its largest size, and base parts dropped as soon
+    /// as read.
+    pub(crate) fn for_merge(mut self) -> Self {
         for source in &mut self.front {
             source.next_batch = MAX_BATCH;
+            if let Feed::Base { keep_spent, .. } = &mut source.feed {
+                *keep_spent = false;
+            }
         }
         self
     }
@@ -420,6 +444,16 @@ impl<V: FrozenValue + Clone> Iter<V> {
     /// assert_eq!(below.next_back_entry(), Some((&b"b"[..], 2)));
     /// ```
     pub fn next_back_entry(&mut self) -> Option<(&[u8], V)> {
+        debug_assert!(
+            !self.front.iter().any(|s| matches!(
+                s.feed,
+                Feed::Base {
+                    keep_spent: false,
+                    ..
+                }
+            )),
+            "a merge's iterator reads forward only"
+        );
         if self.done {
             return None;
         }

@@ -95,8 +95,7 @@ fn stream<V: FrozenValue + Clone>(
     building: &AtomicUsize,
     publish: &mut dyn FnMut(Part<V>),
 ) -> Result<bool, Error> {
-    let mut entries =
-        Iter::new(None, &layers, Bound::Unbounded, Bound::Unbounded).with_large_batches();
+    let mut entries = Iter::new(None, &layers, Bound::Unbounded, Bound::Unbounded).for_merge();
     // A fixed size, not the map's keys over a number of parts: that would
     // shift as the map grows and push parts out of their range of sizes,
     // and cutting an old part in the middle keeps its whole layer (and the
