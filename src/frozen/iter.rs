@@ -1,6 +1,7 @@
 //! Streams over a frozen layer's entries, in key order.
 
 use std::fmt;
+use std::iter::FusedIterator;
 use std::ops::Bound;
 
 use fst::Streamer;
@@ -132,6 +133,10 @@ impl<V: FrozenValue> DoubleEndedIterator for Iter<'_, V> {
             .map(|(key, value)| (key.to_vec(), value))
     }
 }
+
+// Once an end has met the other, or run out, every later call finds the
+// same: the ordinals only move apart from the meeting point.
+impl<V: FrozenValue> FusedIterator for Iter<'_, V> {}
 
 impl<V: FrozenValue> fmt::Debug for Iter<'_, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
