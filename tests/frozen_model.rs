@@ -132,7 +132,9 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
     }
     assert_eq!(model_entries.next_back(), None);
 
-    // Point queries, rank and nth.
+    // Point queries, rank and nth; all probes at once, too.
+    let want: Vec<Option<u64>> = probes.iter().map(|p| model.get(p).copied()).collect();
+    assert_eq!(layer.get_many(probes), want, "get_many {probes:?}");
     for probe in probes {
         assert_eq!(layer.get(probe), model.get(probe).copied(), "get {probe:?}");
         assert_eq!(layer.contains_key(probe), model.contains_key(probe));

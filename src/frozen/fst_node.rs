@@ -144,6 +144,17 @@ impl NodeView {
         node
     }
 
+    /// The index of the transition on `input`, if there is one.
+    pub(super) fn find(&self, data: &[u8], input: u8) -> Option<usize> {
+        if self.len == 1 {
+            return (self.single.input == input).then_some(0);
+        }
+        // Inputs are stored last transition first.
+        let inputs = &data[self.inputs_at..self.inputs_at + self.len];
+        let back = inputs.iter().position(|&b| b == input)?;
+        Some(self.len - 1 - back)
+    }
+
     /// Transition `i` (in increasing input order), `i < len`.
     #[inline]
     pub(super) fn transition(&self, data: &[u8], i: usize) -> Transition {

@@ -111,6 +111,7 @@ mod format;
 mod fst_builder;
 mod fst_node;
 mod iter;
+mod lookup;
 mod packed;
 
 use std::fmt;
@@ -333,6 +334,35 @@ impl<V: FrozenValue> FrozenLayer<V> {
     pub fn get(&self, key: impl AsRef<[u8]>) -> Option<V> {
         let ordinal = self.fst.get(key.as_ref())?;
         Some(self.value_at(ordinal.value()))
+    }
+
+    /// The values of each of `keys`, in the order of `keys`: the same
+    /// answers as calling [`get`](Self::get) for each, faster when there are
+    /// many.
+    ///
+    /// A lookup follows one fst node per key byte, each found from the one
+    /// before. This keeps 16 lookups under way, each prefetching its next
+    /// node when that lies in another cache line, so that their cache misses
+    /// overlap. Worth it from a few dozen keys on, on a layer much larger
+    /// than the CPU caches; the result is one allocation per call.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("usr/bin/cat", 2u64), ("usr/bin/ls", 1)])?;
+    /// let found = layer.get_many(&["usr/bin/cat", "usr/bin/vi", "usr/bin/ls"]);
+    /// assert_eq!(found, [Some(2), None, Some(1)]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Option<V>> {
+        let mut ordinals = vec![None; keys.len()];
+        let root = self.fst.root().addr() as u64;
+        lookup::get_each(self.fst.as_bytes(), root, keys, |index, ordinal| {
+            ordinals[index] = ordinal;
+        });
+        // The column reads, apart: they do not depend on each other, so the
+        // processor overlaps their cache misses.
+        (ordinals.into_iter())
+            .map(|ordinal| ordinal.map(|ordinal| self.value_at(ordinal)))
+            .collect()
     }
 
     /// Whether `key` is present (does not touch the column).

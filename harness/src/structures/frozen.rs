@@ -30,6 +30,12 @@ impl Structure for Frozen {
         self.0.get(key)
     }
 
+    const BATCHED: bool = true;
+
+    fn get_batch(&self, keys: &[&[u8]], out: &mut Vec<Option<u64>>) {
+        *out = self.0.get_many(keys);
+    }
+
     // The lending `next_entry` lends the key from the stream: no allocation
     // per entry.
     fn for_each(&self, mut f: impl FnMut(&[u8], u64)) {
