@@ -31,6 +31,8 @@ enum Op {
     Insert(Vec<u8>, u64),
     Remove(Vec<u8>),
     Get(Vec<u8>),
+    /// Some keys, present ones among them, looked up at once.
+    GetMany(Vec<Vec<u8>>, Vec<prop::sample::Index>),
     /// A range forwards, backwards, then from both ends as the flags say
     /// (`true`: the front), with a write to the map halfway that the
     /// iterator, a snapshot, must not see.
@@ -63,6 +65,8 @@ fn op_without_merges() -> impl Strategy<Value = Op> {
         10 => (key(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
         6 => key().prop_map(Op::Remove),
         4 => key().prop_map(Op::Get),
+        1 => (prop::collection::vec(key(), 0..24), prop::collection::vec(any::<prop::sample::Index>(), 0..24))
+            .prop_map(|(keys, present)| Op::GetMany(keys, present)),
         2 => (bound(), bound(), prop::collection::vec(any::<bool>(), 0..24), (key(), any::<u64>()))
             .prop_map(|(a, b, ends, write)| Op::Range(a, b, ends, write)),
         2 => key().prop_map(Op::Prefix),
@@ -108,6 +112,17 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
             Op::Get(k) => {
                 prop_assert_eq!(map.get(&k), model.get(&k).copied());
                 prop_assert_eq!(map.contains_key(&k), model.contains_key(&k));
+            }
+            Op::GetMany(keys, present) => {
+                let stored: Vec<&Vec<u8>> = model.keys().collect();
+                let mut keys = keys.clone();
+                if !stored.is_empty() {
+                    for (i, pick) in present.iter().enumerate() {
+                        keys.insert(i.min(keys.len()), pick.get(&stored).to_vec());
+                    }
+                }
+                let want: Vec<Option<u64>> = keys.iter().map(|k| model.get(k).copied()).collect();
+                prop_assert_eq!(map.get_many(&keys), want);
             }
             Op::Range(start, end, ends, (key, value)) => {
                 let range = || map.range::<[u8], _>((as_ref(&start), as_ref(&end)));

@@ -176,6 +176,29 @@ impl<V: FrozenValue> Base<V> {
         self.parts[self.part_of(key)].layer.get(key)
     }
 
+    /// The values of the keys at `indices` of `keys`, into `values` at the
+    /// same indices: one batched lookup per part.
+    pub(crate) fn get_many_into<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        indices: Vec<usize>,
+        values: &mut [Option<V>],
+    ) {
+        let mut by_part: Vec<(usize, usize)> = (indices.into_iter())
+            .map(|i| (self.part_of(keys[i].as_ref()), i))
+            .collect();
+        by_part.sort_unstable();
+        let mut batch = Vec::new();
+        for run in by_part.chunk_by(|a, b| a.0 == b.0) {
+            batch.clear();
+            batch.extend(run.iter().map(|&(_, i)| keys[i].as_ref()));
+            let found = self.parts[run[0].0].layer.get_many(&batch);
+            for (&(_, i), value) in run.iter().zip(found) {
+                values[i] = value;
+            }
+        }
+    }
+
     #[inline]
     pub(crate) fn contains_key(&self, key: &[u8]) -> bool {
         self.parts[self.part_of(key)].layer.contains_key(key)

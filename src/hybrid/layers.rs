@@ -297,6 +297,29 @@ impl<V: FrozenValue> Layers<V> {
         self.base.get(key)
     }
 
+    /// The values of the keys at `undecided` of `keys` (whose hashes are
+    /// `hashes`), into `values` at the same indices.
+    pub(crate) fn get_many_into<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        hashes: &[u64],
+        mut undecided: Vec<usize>,
+        values: &mut [Option<V>],
+    ) where
+        V: Clone,
+    {
+        for delta in &self.deltas {
+            undecided.retain(|&i| match delta.lookup(keys[i].as_ref(), hashes[i]) {
+                Some(slot) => {
+                    values[i] = slot.cloned();
+                    false
+                }
+                None => true,
+            });
+        }
+        self.base.get_many_into(keys, undecided, values);
+    }
+
     /// Whether `key` (whose [`key_hash`] is `hash`) has a value in these
     /// layers.
     #[inline]

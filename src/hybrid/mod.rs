@@ -56,6 +56,7 @@
 //! | operation | holds | may wait for |
 //! |---|---|---|
 //! | [`get`](HybridMap::get), [`contains_key`](HybridMap::contains_key) | the fresh delta's read lock during one lookup in it | a writer's single update of the fresh delta (a `FastArt` insert or remove: well under a microsecond, a few µs when the arena grows a chunk), or a merge's seal (one swap) |
+//! | [`get_many`](HybridMap::get_many) | the read lock while it looks the whole batch up in the fresh delta (mostly one filter probe per key) | as `get` |
 //! | [`insert`](HybridMap::insert), [`remove`](HybridMap::remove) | the write lock during one `FastArt` update (and, when the fresh delta outgrows its filter's sizing — only if merges fall behind or never run — one rebuild of the filter from its keys: ~0.3 µs per key, 0.15 s at 500 k entries) | readers' lookups in the fresh delta, iterators' copies (below), other writers |
 //! | [`iter`](HybridMap::iter), [`range`](HybridMap::range), [`prefix`](HybridMap::prefix) | the read lock while copying the fresh delta's entries in range | as `get` |
 //! | [`first_key_value`](HybridMap::first_key_value), [`last_key_value`](HybridMap::last_key_value) | the read lock for one descent per layer, repeated past each tombstone at that end | as `get` |
@@ -634,6 +635,42 @@ where
         let layers = self.inner.layers.load();
         drop(fresh);
         layers.get(key, hash)
+    }
+
+    /// The values of each of `keys`, in the order of `keys`: the same
+    /// answers as [`get`](Self::get) for each, from one snapshot of the map,
+    /// faster when there are many: the keys the deltas do not decide are
+    /// looked up part by part with [`FrozenLayer::get_many`], which overlaps
+    /// their cache misses.
+    ///
+    /// Writers wait while the batch is looked up in the fresh delta (see
+    /// the [module documentation](self#concurrency)), not for the base.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u64> = [("usr/bin/ls", 1), ("usr/bin/cat", 2)].into_iter().collect();
+    /// map.freeze()?;
+    /// map.insert("usr/bin/vi", 3);
+    /// map.remove("usr/bin/ls");
+    /// let found = map.get_many(&["usr/bin/cat", "usr/bin/vi", "usr/bin/ls"]);
+    /// assert_eq!(found, [Some(2), Some(3), None]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Option<V>> {
+        let hashes: Vec<u64> = keys.iter().map(|key| key_hash(key.as_ref())).collect();
+        let mut values = vec![None; keys.len()];
+        let mut undecided = Vec::new();
+        let fresh = self.inner.read_fresh();
+        for (i, key) in keys.iter().enumerate() {
+            match fresh.lookup(key.as_ref(), hashes[i]) {
+                Some(slot) => values[i] = slot.cloned(),
+                None => undecided.push(i),
+            }
+        }
+        // Loaded before the lock is released: see `Inner::layers`.
+        let layers = self.inner.layers.load();
+        drop(fresh);
+        layers.get_many_into(keys, &hashes, undecided, &mut values);
+        values
     }
 
     /// Whether `key` is in the map (does not decode or clone its value).
