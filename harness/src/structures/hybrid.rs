@@ -33,6 +33,12 @@ impl Structure for Hybrid {
         self.map.get(key)
     }
 
+    const BATCHED: bool = true;
+
+    fn get_batch(&self, keys: &[&[u8]], out: &mut Vec<Option<u64>>) {
+        *out = self.map.get_many(keys);
+    }
+
     // The lending `next_entry`: the keys are copied once per batch, not
     // allocated per entry.
     fn for_each(&self, mut f: impl FnMut(&[u8], u64)) {
