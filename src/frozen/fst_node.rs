@@ -144,6 +144,19 @@ impl NodeView {
         node
     }
 
+    /// How many transitions have an input below `input`, and the one on
+    /// `input` if there is one (for a seek along a key).
+    pub(super) fn split_at(&self, data: &[u8], input: u8) -> (usize, Option<Transition>) {
+        let mut below = 0;
+        while below < self.len && self.transition(data, below).input < input {
+            below += 1;
+        }
+        let on = (below < self.len)
+            .then(|| self.transition(data, below))
+            .filter(|t| t.input == input);
+        (below, on)
+    }
+
     /// The index of the transition on `input`, if there is one.
     pub(super) fn find(&self, data: &[u8], input: u8) -> Option<usize> {
         if self.len == 1 {

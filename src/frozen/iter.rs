@@ -244,14 +244,8 @@ impl<'a> Walker<'a> {
             // The node's own key is a proper prefix of `target`, so smaller:
             // its final output, if any, is not in range.
             let node = NodeView::new(self.data, addr, self.codes);
-            let mut next = 0;
-            while next < node.len && node.transition(self.data, next).input < byte {
-                next += 1;
-            }
-            let on_path = (next < node.len)
-                .then(|| node.transition(self.data, next))
-                .filter(|t| t.input == byte);
-            let later = next + usize::from(on_path.is_some());
+            let (below, on_path) = node.split_at(self.data, byte);
+            let later = below + usize::from(on_path.is_some());
             if later < node.len {
                 self.stack.push(Frame {
                     node,
@@ -378,10 +372,7 @@ impl<'a> BackWalker<'a> {
         let (mut addr, mut output) = (root, 0);
         for (depth, &byte) in target.iter().enumerate() {
             let node = NodeView::new(self.data, addr, self.codes);
-            let mut smaller = 0;
-            while smaller < node.len && node.transition(self.data, smaller).input < byte {
-                smaller += 1;
-            }
+            let (smaller, on_path) = node.split_at(self.data, byte);
             if smaller > 0 || node.is_final {
                 self.stack.push(Frame {
                     node,
@@ -390,9 +381,6 @@ impl<'a> BackWalker<'a> {
                     depth,
                 });
             }
-            let on_path = (smaller < node.len)
-                .then(|| node.transition(self.data, smaller))
-                .filter(|t| t.input == byte);
             let Some(t) = on_path else {
                 return;
             };
