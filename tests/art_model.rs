@@ -8,6 +8,8 @@ use std::ops::Bound;
 use memkv::FastArt;
 use proptest::prelude::*;
 
+mod common;
+
 type Model = BTreeMap<Vec<u8>, u32>;
 
 /// Keys that collide, share prefixes and hit layout boundaries.
@@ -125,15 +127,8 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
             assert_eq!(map.contains_key(k), model.contains_key(k));
         }
         Op::GetMany(keys, present) => {
-            // Random keys (mostly absent) interleaved with present ones, more
-            // than the lookups under way at once.
-            let stored: Vec<&Vec<u8>> = model.keys().collect();
-            let mut keys = keys.clone();
-            if !stored.is_empty() {
-                for (i, pick) in present.iter().enumerate() {
-                    keys.insert(i.min(keys.len()), pick.get(&stored).to_vec());
-                }
-            }
+            // More keys than the lookups under way at once.
+            let keys = common::with_stored_keys(keys, present, model);
             let want: Vec<_> = keys.iter().map(|k| model.get(k)).collect();
             assert_eq!(map.get_many(&keys), want, "get_many {keys:?}");
         }

@@ -8,6 +8,8 @@ use std::ops::Bound;
 use memkv::{HybridConfig, HybridMap};
 use proptest::prelude::*;
 
+mod common;
+
 /// Keys over a tiny alphabet with the trie-hostile bytes, so that prefixes,
 /// shared paths and the empty key come up often; now and then a long key
 /// (over 254 bytes, stored out of line in FastArt).
@@ -114,13 +116,7 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 prop_assert_eq!(map.contains_key(&k), model.contains_key(&k));
             }
             Op::GetMany(keys, present) => {
-                let stored: Vec<&Vec<u8>> = model.keys().collect();
-                let mut keys = keys.clone();
-                if !stored.is_empty() {
-                    for (i, pick) in present.iter().enumerate() {
-                        keys.insert(i.min(keys.len()), pick.get(&stored).to_vec());
-                    }
-                }
+                let keys = common::with_stored_keys(&keys, &present, &model);
                 let want: Vec<Option<u64>> = keys.iter().map(|k| model.get(k).copied()).collect();
                 prop_assert_eq!(map.get_many(&keys), want);
             }
