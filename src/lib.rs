@@ -99,6 +99,7 @@
 mod error;
 mod fmt;
 mod keys;
+mod lanes;
 
 pub mod art;
 pub mod frozen;

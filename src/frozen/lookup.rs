@@ -2,17 +2,15 @@
 //!
 //! A lookup follows one node per key byte, each node's address read from
 //! the one before: a chain of dependent loads, which the fst crate's `get`
-//! (used for single lookups) walks one after another. [`get_each`] keeps
-//! [`LANES`] lookups under way and, whenever a lookup's next node lies in
-//! another cache line, prefetches it and moves on to the next lookup, so
-//! that the misses of different lookups overlap. Nodes of one chain are
-//! usually written side by side, so a lookup takes several steps per turn.
+//! (used for single lookups) walks one after another. [`get_each`] runs
+//! many lookups side by side ([`interleave`]): whenever a lookup's next node
+//! lies in another cache line, it prefetches it and waits its next turn.
+//! Nodes of one chain are usually written side by side, so a lookup takes
+//! several steps per turn.
 
 use super::fst_node::{CommonCodes, NodeView, common_codes, single_transition};
 use crate::art::raw::prefetch;
-
-/// Lookups under way at once (as in FastArt's `get_many`).
-const LANES: usize = 16;
+use crate::lanes::interleave;
 
 /// Where a lookup stands after one step.
 enum Step {
@@ -61,62 +59,29 @@ pub(super) fn get_each<K: AsRef<[u8]>>(
     data: &[u8],
     root: u64,
     keys: &[K],
-    mut found: impl FnMut(usize, Option<u64>),
+    found: impl FnMut(usize, Option<u64>),
 ) {
-    #[derive(Clone, Copy, Default)]
-    struct Lane {
-        index: usize,
-        addr: u64,
-        depth: usize,
-        output: u64,
-    }
     let codes = common_codes();
-    let start = |index| Lane {
-        index,
-        addr: root,
-        depth: 0,
-        output: 0,
-    };
-    let mut lanes = [Lane::default(); LANES];
-    let mut active = keys.len().min(LANES);
-    for (index, lane) in lanes[..active].iter_mut().enumerate() {
-        *lane = start(index);
-    }
-    let mut next = active;
-    while active > 0 {
-        let mut i = 0;
-        while i < active {
-            let lane = &mut lanes[i];
-            let key = keys[lane.index].as_ref();
-            // Steps within one cache line cost no miss: take them now.
-            let outcome = loop {
-                match step(data, codes, key, lane.addr, lane.depth, lane.output) {
-                    Step::Down(addr, output) => {
-                        let same_line = addr / 64 == lane.addr / 64;
-                        (lane.addr, lane.depth, lane.output) = (addr, lane.depth + 1, output);
-                        if !same_line {
-                            prefetch(data.as_ptr().wrapping_add(addr as usize));
-                            prefetch(data.as_ptr().wrapping_add(addr as usize).wrapping_sub(64));
-                            break None;
-                        }
+    // State: the node reached, the key bytes matched, the output gathered.
+    let advance = |i: usize, (addr, depth, output): &mut (u64, usize, u64)| {
+        let key = keys[i].as_ref();
+        // Steps within one cache line cost no miss: take them now.
+        loop {
+            match step(data, codes, key, *addr, *depth, *output) {
+                Step::Down(next, gathered) => {
+                    let same_line = next / 64 == *addr / 64;
+                    (*addr, *depth, *output) = (next, *depth + 1, gathered);
+                    if !same_line {
+                        // A node's fields precede its last byte.
+                        let at = data.as_ptr().wrapping_add(next as usize);
+                        prefetch(at);
+                        prefetch(at.wrapping_sub(64));
+                        return None;
                     }
-                    Step::Done(output) => break Some(output),
                 }
-            };
-            let Some(output) = outcome else {
-                i += 1;
-                continue;
-            };
-            found(lane.index, output);
-            if next < keys.len() {
-                *lane = start(next);
-                next += 1;
-                i += 1;
-            } else {
-                // The last lane takes this one's place.
-                active -= 1;
-                lanes[i] = lanes[active];
+                Step::Done(ordinal) => return Some(ordinal),
             }
         }
-    }
+    };
+    interleave(keys.len(), (root, 0, 0), advance, found);
 }

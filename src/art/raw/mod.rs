@@ -51,6 +51,7 @@ use self::arena::{Arena, BlockIdx, UNIT};
 use self::leaf::Leaf;
 use self::node::{Kind, Node, PrefixSource, Spec, read_ref, write_ref};
 use self::search::{bytes_eq, starts_with};
+use crate::lanes::interleave;
 
 pub(crate) use self::cursor::RawIter;
 
@@ -108,11 +109,6 @@ pub(crate) fn prefetch(p: *const u8) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
 }
-
-/// Lookups [`RawArt::get_each`] keeps under way at once: enough to cover a
-/// miss to memory with the steps of the others, few enough that their
-/// blocks stay in the L1 cache until used.
-pub(crate) const LANES: usize = 16;
 
 /// Where a lookup stands after one step.
 enum Step<V> {
@@ -308,58 +304,26 @@ impl<V> RawArt<V> {
     /// Looks up every key of `keys`, handing `found` each key's index and
     /// result, in no particular order.
     ///
-    /// One lookup is a chain of dependent cache misses, one per level. Here
-    /// up to [`LANES`] lookups are under way at once: each takes one step
-    /// down per turn and prefetches the block it will read next, so that the
-    /// misses of different lookups overlap. A lane whose lookup ends takes
-    /// the next key.
+    /// The lookups run side by side ([`interleave`]): each takes one step
+    /// down per turn and prefetches the block it will read next.
     pub(crate) fn get_each<K: AsRef<[u8]>>(
         &self,
         keys: &[K],
-        mut found: impl FnMut(usize, Option<*mut V>),
+        found: impl FnMut(usize, Option<*mut V>),
     ) {
-        #[derive(Clone, Copy, Default)]
-        struct Lane {
-            index: usize,
-            r: u32,
-            depth: usize,
-        }
-        let mut lanes = [Lane::default(); LANES];
-        let mut active = keys.len().min(LANES);
-        for (index, lane) in lanes[..active].iter_mut().enumerate() {
-            lane.index = index;
-            lane.r = self.root;
-        }
-        let mut next = active;
-        while active > 0 {
-            let mut i = 0;
-            while i < active {
-                let lane = &mut lanes[i];
-                match self.lookup_step(keys[lane.index].as_ref(), lane.r, lane.depth) {
-                    Step::Down(r, depth) => {
-                        prefetch(self.ptr(r));
-                        (lane.r, lane.depth) = (r, depth);
-                        i += 1;
-                    }
-                    Step::Done(value) => {
-                        found(lane.index, value);
-                        if next < keys.len() {
-                            *lane = Lane {
-                                index: next,
-                                r: self.root,
-                                depth: 0,
-                            };
-                            next += 1;
-                            i += 1;
-                        } else {
-                            // The last lane takes this one's place.
-                            active -= 1;
-                            lanes[i] = lanes[active];
-                        }
-                    }
-                }
+        let advance = |i: usize, (r, depth): &mut (u32, usize)| match self.lookup_step(
+            keys[i].as_ref(),
+            *r,
+            *depth,
+        ) {
+            Step::Down(child, below) => {
+                prefetch(self.ptr(child));
+                (*r, *depth) = (child, below);
+                None
             }
-        }
+            Step::Done(value) => Some(value),
+        };
+        interleave(keys.len(), (self.root, 0), advance, found);
     }
 
     /// One step of a lookup of `key` at `r`, the first `depth` bytes of
