@@ -138,6 +138,42 @@ fn panicking_drop_leaks_nothing_and_drops_the_others() {
     }
 }
 
+/// `extend` on a map past the size where it takes entries 16 at a time: a
+/// panic in the iterator or in a replaced value's `Drop` drops the entries
+/// taken but not yet inserted, once each, and keeps those inserted before.
+#[test]
+fn panicking_extend_of_a_large_map_leaks_nothing() {
+    for how in ["iterator", "replaced value"] {
+        let ledger = Rc::new(Ledger::default());
+        // Padding makes 1,100 values more than the size where batching starts.
+        let mut map: FastArt<(Tracked, [u8; 4096])> = (0..1100)
+            .map(|i| (key(i), (tracked(&ledger, i), [0; 4096])))
+            .collect();
+        assert!(map.memory_usage() > 4 << 20, "past the batching size");
+        ledger.panic_on.set(Some(5));
+        let ledger_in = ledger.clone();
+        // The second batch holds 2020, which replaces key(5)'s value, and
+        // the iterator panics at 2021.
+        let entries = (2000..2040).map(move |i| {
+            assert!(how != "iterator" || i != 2021, "the iterator panics");
+            let k = if i == 2020 { key(5) } else { key(i) };
+            (k, (tracked(&ledger_in, i), [0; 4096]))
+        });
+        let result = catch_unwind(AssertUnwindSafe(|| map.extend(entries)));
+        assert!(result.is_err(), "{how}: the panic propagates");
+        map.check_invariants().unwrap();
+        assert!(
+            (0..1100)
+                .chain(2000..2016)
+                .all(|i| map.contains_key(key(i))),
+            "{how}: the entries inserted before stay"
+        );
+        ledger.panic_on.set(None);
+        drop(map);
+        assert_eq!(ledger.live(), 0, "{how}: every value dropped once");
+    }
+}
+
 #[test]
 fn map_is_empty_and_usable_after_a_panicking_clear() {
     let ledger = Rc::new(Ledger::default());

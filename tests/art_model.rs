@@ -34,6 +34,12 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// Entries for `extend`: more than the 16 it takes at a time, keys often
+/// repeated within the batch.
+fn entries() -> impl Strategy<Value = Vec<(Vec<u8>, u32)>> {
+    prop::collection::vec((key(), any::<u32>()), 0..40)
+}
+
 fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
     prop_oneof![
         Just(Bound::Unbounded),
@@ -49,6 +55,8 @@ enum Op {
     Get(Vec<u8>),
     /// Some keys, present ones among them, looked up at once.
     GetMany(Vec<Vec<u8>>, Vec<prop::sample::Index>),
+    /// Entries, some with stored keys or repeated keys, added by `extend`.
+    Extend(Vec<(Vec<u8>, u32)>, Vec<prop::sample::Index>),
     Range(Bound<Vec<u8>>, Bound<Vec<u8>>, Vec<bool>),
     Prefix(Vec<u8>, Vec<bool>),
     Iterate(Vec<bool>),
@@ -67,6 +75,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => key().prop_map(Op::Get),
         1 => (prop::collection::vec(key(), 0..40), prop::collection::vec(any::<prop::sample::Index>(), 0..40))
             .prop_map(|(keys, present)| Op::GetMany(keys, present)),
+        1 => (entries(), prop::collection::vec(any::<prop::sample::Index>(), 0..8))
+            .prop_map(|(entries, present)| Op::Extend(entries, present)),
         2 => (bound(), bound(), sides()).prop_map(|(a, b, s)| Op::Range(a, b, s)),
         2 => (prop::collection::vec(prop::sample::select(vec![0x00u8, b'a', b'p', b'w', b'/', 0xFF]), 0..4), sides())
             .prop_map(|(p, s)| Op::Prefix(p, s)),
@@ -131,6 +141,16 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
             let keys = common::with_stored_keys(keys, present, model);
             let want: Vec<_> = keys.iter().map(|k| model.get(k)).collect();
             assert_eq!(map.get_many(&keys), want, "get_many {keys:?}");
+        }
+        Op::Extend(entries, present) => {
+            let keys: Vec<_> = entries.iter().map(|(k, _)| k.clone()).collect();
+            let keys = common::with_stored_keys(&keys, present, model);
+            let entries: Vec<_> = keys
+                .into_iter()
+                .zip(entries.iter().map(|(_, v)| *v).cycle())
+                .collect();
+            map.extend(entries.iter().map(|(k, v)| (k, *v)));
+            model.extend(entries);
         }
         Op::Range(lo, hi, sides) => {
             let want: Vec<_> = model
@@ -247,6 +267,37 @@ proptest! {
             apply(&mut map, &mut model, &Op::Remove(k.clone()));
         }
         prop_assert!(map.is_empty());
+    }
+}
+
+/// Values this large make a map of a thousand keys bigger than the caches,
+/// where `extend` looks each batch up before inserting it.
+type Big = (u32, [u8; 4096]);
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases / 8, ..ProptestConfig::default() })]
+
+    /// `extend` on a map past the size where it batches: the same result as
+    /// inserting each entry in turn.
+    #[test]
+    fn extend_of_a_large_map_matches_btreemap(batches in prop::collection::vec((entries(), prop::collection::vec(any::<prop::sample::Index>(), 0..8)), 1..6)) {
+        let mut map: FastArt<Big> = (0..1100u32).map(|i| (format!("w/{i}"), (i, [0; 4096]))).collect();
+        let mut model: Model = (0..1100u32).map(|i| (format!("w/{i}").into_bytes(), i)).collect();
+        prop_assert!(map.memory_usage() > 4 << 20, "past the batching size");
+        for (entries, present) in &batches {
+            let keys: Vec<_> = entries.iter().map(|(k, _)| k.clone()).collect();
+            let keys = common::with_stored_keys(&keys, present, &model);
+            let entries: Vec<_> = keys.into_iter().zip(entries.iter().map(|(_, v)| *v).cycle()).collect();
+            map.extend(entries.iter().map(|(k, v)| (k, (*v, [0; 4096]))));
+            model.extend(entries);
+            prop_assert_eq!(map.len(), model.len());
+            if let Err(e) = map.check_invariants() {
+                panic!("invariant broken after extend: {e}");
+            }
+        }
+        let all: Vec<_> = map.iter().map(|(k, v)| (k, v.0)).collect();
+        let want: Vec<_> = model.into_iter().collect();
+        prop_assert_eq!(all, want);
     }
 }
 

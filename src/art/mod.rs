@@ -50,6 +50,7 @@ use std::ops::RangeBounds;
 use crate::Error;
 use crate::fmt::ByteStr;
 use crate::keys::owned_bound;
+use crate::lanes::LANES;
 
 pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
 pub use self::iter::{IntoIter, Iter, IterMut, Keys, Range, Values, ValuesMut};
@@ -205,11 +206,15 @@ impl<V> FastArt<V> {
     /// ```
     pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Option<&V>> {
         let mut values = vec![None; keys.len()];
-        self.raw.get_each(keys, |index, value| {
-            // SAFETY: the pointer names a live value; `&self` keeps the tree
-            // from changing for the returned lifetime.
-            values[index] = value.map(|v| unsafe { &*v });
-        });
+        self.raw.get_each(
+            keys.len(),
+            |i| keys[i].as_ref(),
+            |index, value| {
+                // SAFETY: the pointer names a live value; `&self` keeps the tree
+                // from changing for the returned lifetime.
+                values[index] = value.map(|v| unsafe { &*v });
+            },
+        );
         values
     }
 
@@ -515,10 +520,45 @@ impl<K: AsRef<[u8]>, V> FromIterator<(K, V)> for FastArt<V> {
     }
 }
 
+/// Above this size a tree no longer fits the caches (about 4 MB of them are
+/// ours on the measuring machine), and `extend` looks a batch's keys up
+/// before inserting them. Below it the lookups only add work: over the
+/// 100 k-path sample (5 MB) they made `extend` 0.8–1.1× `insert`.
+const EXTEND_PREFETCH_ABOVE: usize = 4 << 20;
+
 impl<K: AsRef<[u8]>, V> Extend<(K, V)> for FastArt<V> {
+    /// Inserts every entry, with the same result as calling
+    /// [`insert`](FastArt::insert) for each in turn: a later entry replaces
+    /// an earlier one with the same key.
+    ///
+    /// Faster than that loop on a map larger than the CPU caches: entries
+    /// are taken 16 at a time and their lookups run side by side first, as
+    /// in [`get_many`](FastArt::get_many), so the inserts then find their
+    /// paths in the cache (1.9× the rate of `insert` over 7.3 M paths).
+    /// If the iterator or a replaced value's `Drop` panics, the entries
+    /// taken but not yet inserted (at most 15) are dropped; every entry
+    /// inserted before stays.
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
-        for (key, value) in iter {
-            self.insert(key, value);
+        let mut iter = iter.into_iter();
+        let mut batch: Vec<(K, V)> = Vec::new();
+        loop {
+            if self.memory_usage() < EXTEND_PREFETCH_ABOVE {
+                let Some((key, value)) = iter.next() else {
+                    return;
+                };
+                self.insert(key, value);
+                continue;
+            }
+            batch.extend(iter.by_ref().take(LANES));
+            if batch.is_empty() {
+                return;
+            }
+            // Only to bring each path into the cache; the answers are unused.
+            self.raw
+                .get_each(batch.len(), |i| batch[i].0.as_ref(), |_, _| {});
+            for (key, value) in batch.drain(..) {
+                self.insert(key, value);
+            }
         }
     }
 }

@@ -301,29 +301,27 @@ impl<V> RawArt<V> {
         }
     }
 
-    /// Looks up every key of `keys`, handing `found` each key's index and
-    /// result, in no particular order.
+    /// Looks up keys `0..count` (`key(i)` is the `i`th), handing `found`
+    /// each key's index and result, in no particular order.
     ///
     /// The lookups run side by side ([`interleave`]): each takes one step
     /// down per turn and prefetches the block it will read next.
-    pub(crate) fn get_each<K: AsRef<[u8]>>(
+    pub(crate) fn get_each<'k>(
         &self,
-        keys: &[K],
+        count: usize,
+        key: impl Fn(usize) -> &'k [u8],
         found: impl FnMut(usize, Option<*mut V>),
     ) {
-        let advance = |i: usize, (r, depth): &mut (u32, usize)| match self.lookup_step(
-            keys[i].as_ref(),
-            *r,
-            *depth,
-        ) {
-            Step::Down(child, below) => {
-                prefetch(self.ptr(child));
-                (*r, *depth) = (child, below);
-                None
-            }
-            Step::Done(value) => Some(value),
-        };
-        interleave(keys.len(), (self.root, 0), advance, found);
+        let advance =
+            |i: usize, (r, depth): &mut (u32, usize)| match self.lookup_step(key(i), *r, *depth) {
+                Step::Down(child, below) => {
+                    prefetch(self.ptr(child));
+                    (*r, *depth) = (child, below);
+                    None
+                }
+                Step::Done(value) => Some(value),
+            };
+        interleave(count, (self.root, 0), advance, found);
     }
 
     /// One step of a lookup of `key` at `r`, the first `depth` bytes of
