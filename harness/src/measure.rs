@@ -311,12 +311,7 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
     let input = match S::BUILD_ORDER {
         BuildOrder::Dataset => {
             rec.build_input = "dataset order".into();
-            BuildInput {
-                keys: &ds.keys,
-                values: &ds.values,
-                order: &p.dataset_order,
-                any_nul: p.any_nul,
-            }
+            dataset_input(p)
         }
         BuildOrder::Sorted => {
             rec.build_input = "sorted (sort not timed)".into();
@@ -490,7 +485,45 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
     }
     phase("drop");
     drop(map);
+    if S::BATCHED_BUILD {
+        batched_build::<S>(p, rec);
+    }
     drop(log);
+}
+
+/// The dataset's keys, to insert in dataset order.
+fn dataset_input(p: &Prepared) -> BuildInput<'_> {
+    BuildInput {
+        keys: &p.dataset.keys,
+        values: &p.dataset.values,
+        order: &p.dataset_order,
+        any_nul: p.any_nul,
+    }
+}
+
+/// Builds `S` a second time through its batched insert, from the keys in
+/// dataset order (random), and checks the map by reading it in order.
+fn batched_build<S: Structure>(p: &Prepared, rec: &mut Record) {
+    phase("build, batched");
+    let ds = &p.dataset;
+    let start = Instant::now();
+    let built = S::build_batched(&dataset_input(p));
+    let elapsed = start.elapsed();
+    let map = match built {
+        Ok(map) => map,
+        Err(e) => {
+            rec.failures.push(format!("batched build: {e}"));
+            return;
+        }
+    };
+    rec.batched_insert_ops_per_s = Some(per_second(ds.len(), elapsed));
+    let mut check = Checker::new("batched build".into(), p, &p.sorted);
+    map.for_each(|k, v| check.check(k, v));
+    let (mismatches, failures) = check.finish();
+    rec.batched_build_mismatches = Some(mismatches);
+    rec.failures.extend(failures);
+    phase("drop");
+    drop(map);
 }
 
 #[cfg(test)]

@@ -84,6 +84,13 @@ pub(crate) struct Record {
     pub(crate) batched_lookup_ops_per_s: Option<f64>,
     /// Batched lookups that returned the expected value (of `lookups`).
     pub(crate) correct_batched_lookups: Option<u64>,
+    /// Inserts per second through the structure's batched insert (for
+    /// FastArt, `extend`), a second build after the first map is dropped;
+    /// `null` for structures without one.
+    pub(crate) batched_insert_ops_per_s: Option<f64>,
+    /// Entries of the batched build's map, read in order, that differed from
+    /// the sorted dataset (as for `iter_mismatches`).
+    pub(crate) batched_build_mismatches: Option<u64>,
     /// The first few wrong results, described.
     pub(crate) failures: Vec<String>,
     /// Facts needed to read the row.
@@ -98,6 +105,7 @@ impl Record {
             && self
                 .correct_batched_lookups
                 .is_none_or(|c| Some(c) == self.lookups)
+            && self.batched_build_mismatches.unwrap_or(0) == 0
             && self.iter_mismatches.unwrap_or(0) == 0
             && self.scan_mismatches.unwrap_or(0) == 0
     }
@@ -141,6 +149,7 @@ pub(crate) fn combine(runs: &[Record]) -> Record {
     out.insert_ops_per_s = med(|r| r.insert_ops_per_s);
     out.lookup_ops_per_s = med(|r| r.lookup_ops_per_s);
     out.batched_lookup_ops_per_s = med(|r| r.batched_lookup_ops_per_s);
+    out.batched_insert_ops_per_s = med(|r| r.batched_insert_ops_per_s);
     out.iter_keys_per_s = med(|r| r.iter_keys_per_s);
     out.prefix_keys_per_s = med(|r| r.prefix_keys_per_s);
     out.range_keys_per_s = med(|r| r.range_keys_per_s);
@@ -151,6 +160,9 @@ pub(crate) fn combine(runs: &[Record]) -> Record {
     out.correct_batched_lookups = runs.iter().filter_map(|r| r.correct_batched_lookups).min();
     out.lookups = runs.iter().filter_map(|r| r.lookups).max();
     out.iter_mismatches = runs.iter().filter_map(|r| r.iter_mismatches).max();
+    out.batched_build_mismatches = (runs.iter())
+        .filter_map(|r| r.batched_build_mismatches)
+        .max();
     out.scan_mismatches = runs.iter().filter_map(|r| r.scan_mismatches).max();
     out.error = runs.iter().find_map(|r| r.error.clone());
     out.failures = runs

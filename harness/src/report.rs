@@ -234,37 +234,64 @@ pub(crate) fn tables(records: &[Record]) -> String {
     }
 
     let batched: Vec<&Record> = (records.iter())
-        .filter(|r| r.batched_lookup_ops_per_s.is_some())
+        .filter(|r| r.batched_lookup_ops_per_s.is_some() || r.batched_insert_ops_per_s.is_some())
         .collect();
     if !batched.is_empty() {
         let _ = writeln!(
             s,
-            "\nBatched lookups ({LOOKUP_BATCH} keys per call, the same keys in the same order as lookup/s, \
-             every value checked; ratios to {BASELINE}'s lookup/s):\n"
+            "\nBatched operations: inserts through the structure's batched insert (a second build, \
+             keys in dataset order, the map then read in order and checked); lookups {LOOKUP_BATCH} \
+             keys per call, the same keys in the same order as lookup/s, every value checked. \
+             Ratios to {BASELINE}'s insert/s and lookup/s:\n"
         );
         let _ = writeln!(
             s,
-            "| structure | batched lookup/s | vs its own lookup/s | correctness |"
+            "| structure | batched insert/s | vs its own insert/s | batched lookup/s | vs its own lookup/s | correctness |"
         );
-        let _ = writeln!(s, "|---|--:|--:|---|");
+        let _ = writeln!(s, "|---|--:|--:|--:|--:|---|");
+        let own = |batched: Option<f64>, single: Option<f64>| match (batched, single) {
+            (Some(b), Some(l)) if l > 0.0 => format!("{:.2}×", b / l),
+            _ => "—".into(),
+        };
         for r in batched {
-            let own = match (r.batched_lookup_ops_per_s, r.lookup_ops_per_s) {
-                (Some(b), Some(l)) if l > 0.0 => format!("{:.2}×", b / l),
-                _ => "—".into(),
+            let mut checked = match (r.correct_batched_lookups, r.lookups) {
+                (Some(c), Some(n)) if c == n => format!("lookups 100% ({})", thousands(c)),
+                (Some(c), Some(n)) => format!("lookups {}/{} ✗", thousands(c), thousands(n)),
+                _ => String::new(),
             };
-            let checked = match (r.correct_batched_lookups, r.lookups) {
-                (Some(c), Some(n)) if c == n => format!("100% ({})", thousands(c)),
-                (Some(c), Some(n)) => format!("{}/{} ✗", thousands(c), thousands(n)),
-                _ => "—".into(),
+            if let Some(m) = r.batched_build_mismatches {
+                let build = if m == 0 {
+                    "build ✓".to_string()
+                } else {
+                    format!("build ✗ {} wrong", thousands(m))
+                };
+                checked = [checked, build]
+                    .into_iter()
+                    .filter(|c| !c.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+            }
+            let or_dash = |x: Option<f64>, base: Option<f64>| {
+                if x.is_some() {
+                    throughput(x, base)
+                } else {
+                    "—".into()
+                }
             };
             let _ = writeln!(
                 s,
-                "| {} | {} | {own} | {checked} |",
+                "| {} | {} | {} | {} | {} | {checked} |",
                 r.structure,
-                throughput(
+                or_dash(
+                    r.batched_insert_ops_per_s,
+                    base.and_then(|b| b.insert_ops_per_s)
+                ),
+                own(r.batched_insert_ops_per_s, r.insert_ops_per_s),
+                or_dash(
                     r.batched_lookup_ops_per_s,
                     base.and_then(|b| b.lookup_ops_per_s)
                 ),
+                own(r.batched_lookup_ops_per_s, r.lookup_ops_per_s),
             );
         }
     }
@@ -391,24 +418,38 @@ mod tests {
             "{}",
             rows[5]
         );
-        assert!(!t.contains("Batched lookups"), "no structure batches here");
+        assert!(
+            !t.contains("Batched operations"),
+            "no structure batches here"
+        );
     }
 
     #[test]
-    fn batched_lookups_get_their_own_table() {
+    fn batched_operations_get_their_own_table() {
         let mut art = rec("fastart");
         art.batched_lookup_ops_per_s = Some(6e6);
         art.correct_batched_lookups = Some(100_000);
+        art.batched_insert_ops_per_s = Some(3e6);
+        art.batched_build_mismatches = Some(0);
         let mut wrong = rec("other");
         wrong.batched_lookup_ops_per_s = Some(1e6);
         wrong.correct_batched_lookups = Some(7);
-        let t = tables(&[rec("btreemap"), art, wrong]);
+        wrong.batched_insert_ops_per_s = Some(5e5);
+        wrong.batched_build_mismatches = Some(12);
+        let mut lookups_only = rec("frozen");
+        lookups_only.batched_lookup_ops_per_s = Some(4e6);
+        lookups_only.correct_batched_lookups = Some(100_000);
+        let t = tables(&[rec("btreemap"), art, wrong, lookups_only]);
         assert!(
-            t.contains("| fastart | 6.00 M (3.00×) | 3.00× | 100% (100,000) |"),
+            t.contains("| fastart | 3.00 M (3.00×) | 3.00× | 6.00 M (3.00×) | 3.00× | lookups 100% (100,000); build ✓ |"),
             "{t}"
         );
         assert!(
-            t.contains("| other | 1.00 M (0.50×) | 0.50× | 7/100,000 ✗ |"),
+            t.contains("| other | 500.0 k (0.50×) | 0.50× | 1.00 M (0.50×) | 0.50× | lookups 7/100,000 ✗; build ✗ 12 wrong |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| frozen | — | — | 4.00 M (2.00×) | 2.00× | lookups 100% (100,000) |"),
             "{t}"
         );
     }

@@ -215,6 +215,7 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
     assert_eq!(recs[2]["correct_lookups"], 450);
     assert_eq!(recs[2]["correct_batched_lookups"], 450);
     assert_eq!(recs[2]["iter_mismatches"], 50);
+    assert_eq!(recs[2]["batched_build_mismatches"], 50);
     assert!(
         recs[3]["error"].is_null(),
         "a failing structure doesn't affect the others"
@@ -225,7 +226,10 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
         "{table}"
     );
     assert!(table.contains("| selftest-wrong | "), "{table}");
-    assert!(table.contains("| 450/500 ✗ |"), "{table}");
+    assert!(
+        table.contains("| lookups 450/500 ✗; build ✗ 50 wrong |"),
+        "{table}"
+    );
     let failures = recs[2]["failures"].as_array().unwrap();
     assert!(
         failures

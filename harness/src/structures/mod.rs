@@ -85,6 +85,16 @@ pub(crate) trait Structure: Sized {
         out.extend(keys.iter().map(|key| self.get(key)));
     }
 
+    /// Whether the structure has a batched insert of its own
+    /// ([`Structure::build_batched`]); it is measured only then.
+    const BATCHED_BUILD: bool = false;
+
+    /// Builds as [`Structure::build`] does, through the structure's batched
+    /// insert (for FastArt, `Extend`). Always given the keys in dataset order.
+    fn build_batched(input: &BuildInput<'_>) -> Result<Self, String> {
+        Self::build(input)
+    }
+
     /// Calls `f` on every entry in key order.
     fn for_each(&self, f: impl FnMut(&[u8], u64));
 

@@ -21,8 +21,10 @@ impl<const MODE: u8> Structure for Faulty<MODE> {
         Ok(Faulty(BTree::build(input)?))
     }
 
-    // The default batched lookup: one `get` per key.
+    // The default batched lookup (one `get` per key) and batched build (the
+    // plain one), read back through the faulty `for_each`.
     const BATCHED: bool = MODE == WRONG;
+    const BATCHED_BUILD: bool = MODE == WRONG;
 
     fn get(&self, key: &[u8]) -> Option<u64> {
         match MODE {
