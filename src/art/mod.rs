@@ -218,6 +218,14 @@ impl<V> FastArt<V> {
         values
     }
 
+    /// Brings the nodes on the paths of keys `0..count` (`key(i)` is the
+    /// `i`th) into the cache, looking them up side by side as
+    /// [`get_many`](Self::get_many) does, so that writes to them that follow
+    /// find their paths there.
+    fn prefetch_paths<'k>(&self, count: usize, key: impl Fn(usize) -> &'k [u8]) {
+        self.raw.get_each(count, key, |_, _| {});
+    }
+
     /// The key-value pair stored under `key` (the key as given).
     pub fn get_key_value<K: AsRef<[u8]>>(&self, key: K) -> Option<(K, &V)> {
         let value = self.get(key.as_ref())?;
@@ -553,9 +561,7 @@ impl<K: AsRef<[u8]>, V> Extend<(K, V)> for FastArt<V> {
             if batch.is_empty() {
                 return;
             }
-            // Only to bring each path into the cache; the answers are unused.
-            self.raw
-                .get_each(batch.len(), |i| batch[i].0.as_ref(), |_, _| {});
+            self.prefetch_paths(batch.len(), |i| batch[i].0.as_ref());
             for (key, value) in batch.drain(..) {
                 self.insert(key, value);
             }
