@@ -35,6 +35,10 @@ enum Op {
     Get(Vec<u8>),
     /// Some keys, present ones among them, looked up at once.
     GetMany(Vec<Vec<u8>>, Vec<prop::sample::Index>),
+    /// Entries, some with stored keys, added by `extend` `repeats` times
+    /// over (each time with other values): more than the 256 it looks up
+    /// at once, and keys repeated across its batches.
+    Extend(Vec<(Vec<u8>, u64)>, Vec<prop::sample::Index>, usize),
     /// A range forwards, backwards, then from both ends as the flags say
     /// (`true`: the front), with a write to the map halfway that the
     /// iterator, a snapshot, must not see.
@@ -69,6 +73,8 @@ fn op_without_merges() -> impl Strategy<Value = Op> {
         4 => key().prop_map(Op::Get),
         1 => (prop::collection::vec(key(), 0..24), prop::collection::vec(any::<prop::sample::Index>(), 0..24))
             .prop_map(|(keys, present)| Op::GetMany(keys, present)),
+        1 => (prop::collection::vec((key(), any::<u64>()), 0..30), prop::collection::vec(any::<prop::sample::Index>(), 0..8), 1..12usize)
+            .prop_map(|(entries, present, repeats)| Op::Extend(entries, present, repeats)),
         2 => (bound(), bound(), prop::collection::vec(any::<bool>(), 0..24), (key(), any::<u64>()))
             .prop_map(|(a, b, ends, write)| Op::Range(a, b, ends, write)),
         2 => key().prop_map(Op::Prefix),
@@ -105,7 +111,7 @@ fn model_range(
 /// Runs `ops` on a map with `config`, whose merges build parts of
 /// `part_keys` keys, and on the model.
 fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let map: HybridMap<u64> = config.part_keys(part_keys).build();
+    let mut map: HybridMap<u64> = config.part_keys(part_keys).build();
     let mut model = BTreeMap::new();
     for op in ops {
         match op {
@@ -119,6 +125,20 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 let keys = common::with_stored_keys(&keys, &present, &model);
                 let want: Vec<Option<u64>> = keys.iter().map(|k| model.get(k).copied()).collect();
                 prop_assert_eq!(map.get_many(&keys), want);
+            }
+            Op::Extend(entries, present, repeats) => {
+                let keys: Vec<_> = entries.iter().map(|(k, _)| k.clone()).collect();
+                let keys = common::with_stored_keys(&keys, &present, &model);
+                let values = entries.iter().map(|(_, v)| *v).chain([7]).cycle();
+                let once: Vec<_> = keys.into_iter().zip(values).collect();
+                let all: Vec<(Vec<u8>, u64)> = (0..repeats as u64)
+                    .flat_map(|r| {
+                        once.iter()
+                            .map(move |(k, v)| (k.clone(), v.wrapping_add(r)))
+                    })
+                    .collect();
+                map.extend(all.iter().map(|(k, v)| (k, *v)));
+                model.extend(all);
             }
             Op::Range(start, end, ends, (key, value)) => {
                 let range = || map.range::<[u8], _>((as_ref(&start), as_ref(&end)));
