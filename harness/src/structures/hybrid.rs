@@ -12,21 +12,38 @@ pub(crate) struct Hybrid {
     map: HybridMap<u64>,
 }
 
+impl Hybrid {
+    /// `map` after one more merge, so that the reads measure the steady,
+    /// fully merged state; the error of any merge that failed on the way.
+    fn merged(map: HybridMap<u64>) -> Result<Self, String> {
+        map.freeze().map_err(|e| format!("HybridMap freeze: {e}"))?;
+        if let Some(error) = map.stats().last_error {
+            return Err(format!("HybridMap merge: {error}"));
+        }
+        Ok(Hybrid { map })
+    }
+}
+
 impl Structure for Hybrid {
     // Built like the mutable maps: one `insert` per key in dataset order,
     // with background merges as the default policy triggers them, then one
-    // `freeze` so that the reads measure the steady, fully merged state.
+    // `freeze`.
     fn build(input: &BuildInput<'_>) -> Result<Self, String> {
         let map = HybridConfig::new().build();
         for (key, value) in input.entries() {
             map.insert(key, value);
         }
-        map.freeze().map_err(|e| format!("HybridMap freeze: {e}"))?;
-        let stats = map.stats();
-        if let Some(error) = stats.last_error {
-            return Err(format!("HybridMap merge: {error}"));
-        }
-        Ok(Hybrid { map })
+        Hybrid::merged(map)
+    }
+
+    const BATCHED_BUILD: bool = true;
+
+    // `extend` looks up 256 entries' old values side by side, then writes
+    // them one by one.
+    fn build_batched(input: &BuildInput<'_>) -> Result<Self, String> {
+        let mut map = HybridConfig::new().build();
+        map.extend(input.entries());
+        Hybrid::merged(map)
     }
 
     fn get(&self, key: &[u8]) -> Option<u64> {
