@@ -146,10 +146,10 @@ fn panicking_extend_of_a_large_map_leaks_nothing() {
     for how in ["iterator", "replaced value"] {
         let ledger = Rc::new(Ledger::default());
         // Padding makes 1,100 values more than the size where batching starts.
-        let mut map: FastArt<(Tracked, [u8; 4096])> = (0..1100)
-            .map(|i| (key(i), (tracked(&ledger, i), [0; 4096])))
+        let mut map: FastArt<(Tracked, [u8; 16 << 10])> = (0..1100)
+            .map(|i| (key(i), (tracked(&ledger, i), [0; 16 << 10])))
             .collect();
-        assert!(map.memory_usage() > 4 << 20, "past the batching size");
+        assert!(map.memory_usage() > 16 << 20, "past the batching size");
         ledger.panic_on.set(Some(5));
         let ledger_in = ledger.clone();
         // The second batch holds 2020, which replaces key(5)'s value, and
@@ -157,7 +157,7 @@ fn panicking_extend_of_a_large_map_leaks_nothing() {
         let entries = (2000..2040).map(move |i| {
             assert!(how != "iterator" || i != 2021, "the iterator panics");
             let k = if i == 2020 { key(5) } else { key(i) };
-            (k, (tracked(&ledger_in, i), [0; 4096]))
+            (k, (tracked(&ledger_in, i), [0; 16 << 10]))
         });
         let result = catch_unwind(AssertUnwindSafe(|| map.extend(entries)));
         assert!(result.is_err(), "{how}: the panic propagates");

@@ -272,7 +272,7 @@ proptest! {
 
 /// Values this large make a map of a thousand keys bigger than the caches,
 /// where `extend` looks each batch up before inserting it.
-type Big = (u32, [u8; 4096]);
+type Big = (u32, [u8; 16 << 10]);
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases / 8, ..ProptestConfig::default() })]
@@ -281,14 +281,14 @@ proptest! {
     /// inserting each entry in turn.
     #[test]
     fn extend_of_a_large_map_matches_btreemap(batches in prop::collection::vec((entries(), prop::collection::vec(any::<prop::sample::Index>(), 0..8)), 1..6)) {
-        let mut map: FastArt<Big> = (0..1100u32).map(|i| (format!("w/{i}"), (i, [0; 4096]))).collect();
+        let mut map: FastArt<Big> = (0..1100u32).map(|i| (format!("w/{i}"), (i, [0; 16 << 10]))).collect();
         let mut model: Model = (0..1100u32).map(|i| (format!("w/{i}").into_bytes(), i)).collect();
-        prop_assert!(map.memory_usage() > 4 << 20, "past the batching size");
+        prop_assert!(map.memory_usage() > 16 << 20, "past the batching size");
         for (entries, present) in &batches {
             let keys: Vec<_> = entries.iter().map(|(k, _)| k.clone()).collect();
             let keys = common::with_stored_keys(&keys, present, &model);
             let entries: Vec<_> = keys.into_iter().zip(entries.iter().map(|(_, v)| *v).cycle()).collect();
-            map.extend(entries.iter().map(|(k, v)| (k, (*v, [0; 4096]))));
+            map.extend(entries.iter().map(|(k, v)| (k, (*v, [0; 16 << 10]))));
             model.extend(entries);
             prop_assert_eq!(map.len(), model.len());
             if let Err(e) = map.check_invariants() {

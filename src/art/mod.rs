@@ -528,11 +528,12 @@ impl<K: AsRef<[u8]>, V> FromIterator<(K, V)> for FastArt<V> {
     }
 }
 
-/// Above this size a tree no longer fits the caches (about 4 MB of them are
+/// Above this size a tree is well past the caches (about 4 MB of them are
 /// ours on the measuring machine), and `extend` looks a batch's keys up
-/// before inserting them. Below it the lookups only add work: over the
-/// 100 k-path sample (5 MB) they made `extend` 0.8–1.1× `insert`.
-const EXTEND_PREFETCH_ABOVE: usize = 4 << 20;
+/// before inserting them. Below it the lookups mostly add work: over the
+/// 100 k-path sample (5 MB) they made `extend` 0.5–1.0× `insert` (without:
+/// 0.96–1.12×, noise); the first 16 MiB of a large load are a small part.
+const EXTEND_PREFETCH_ABOVE: usize = 16 << 20;
 
 impl<K: AsRef<[u8]>, V> Extend<(K, V)> for FastArt<V> {
     /// Inserts every entry, with the same result as calling
