@@ -312,3 +312,28 @@ fn trie_hostile_keys_survive_merges() {
     check(&map);
     assert_eq!(map.stats().base_keys, want.len());
 }
+
+/// A panic in the iterator `extend` reads leaves the map valid, with every
+/// entry of the batches written before it (256 entries each) and none of
+/// the batch it was reading.
+#[test]
+fn extend_interrupted_by_a_panicking_iterator_keeps_what_it_wrote() {
+    let key = |i: u64| format!("usr/lib/{:03}/{i}", i % 7).into_bytes();
+    let mut map: HybridMap<u64> = (0..1000).map(|i| (key(i), i)).collect();
+    map.freeze().unwrap();
+    let mut want: BTreeMap<Vec<u8>, u64> = (0..1000).map(|i| (key(i), i)).collect();
+    // Updates of base keys and new keys, alternating; the panic comes in
+    // the third batch.
+    let entry = |n: u64| (key(if n % 2 == 0 { n } else { 5000 + n }), 10_000 + n);
+    let entries = (0..600).map(|n| {
+        assert!(n != 520, "the iterator panics");
+        entry(n)
+    });
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| map.extend(entries)));
+    assert!(result.is_err());
+    want.extend((0..512).map(entry));
+    assert_eq!(map.len(), want.len());
+    assert_eq!(map.iter().collect::<BTreeMap<_, _>>(), want);
+    map.freeze().unwrap();
+    assert_eq!(map.iter().collect::<BTreeMap<_, _>>(), want);
+}
