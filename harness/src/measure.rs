@@ -430,11 +430,7 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
         black_box(acc);
         rec.iter_keys_per_s = Some(per_second(count, elapsed));
         rec.iter_keys = Some(count as u64);
-        let mut check = Checker::new("iteration".into(), p, &p.sorted);
-        map.for_each(|k, v| check.check(k, v));
-        let (mismatches, failures) = check.finish();
-        rec.iter_mismatches = Some(mismatches);
-        rec.failures.extend(failures);
+        rec.iter_mismatches = Some(check_in_order(&map, p, "iteration", rec));
 
         phase("scan");
         let (mut acc, mut count) = (0u64, 0usize);
@@ -491,6 +487,16 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
     drop(log);
 }
 
+/// Reads `map` in order against the sorted dataset: the mismatches, and
+/// the first few described in `rec.failures`.
+fn check_in_order<S: Structure>(map: &S, p: &Prepared, what: &str, rec: &mut Record) -> u64 {
+    let mut check = Checker::new(what.into(), p, &p.sorted);
+    map.for_each(|k, v| check.check(k, v));
+    let (mismatches, failures) = check.finish();
+    rec.failures.extend(failures);
+    mismatches
+}
+
 /// The dataset's keys, to insert in dataset order.
 fn dataset_input(p: &Prepared) -> BuildInput<'_> {
     BuildInput {
@@ -517,11 +523,7 @@ fn batched_build<S: Structure>(p: &Prepared, rec: &mut Record) {
         }
     };
     rec.batched_insert_ops_per_s = Some(per_second(ds.len(), elapsed));
-    let mut check = Checker::new("batched build".into(), p, &p.sorted);
-    map.for_each(|k, v| check.check(k, v));
-    let (mismatches, failures) = check.finish();
-    rec.batched_build_mismatches = Some(mismatches);
-    rec.failures.extend(failures);
+    rec.batched_build_mismatches = Some(check_in_order(&map, p, "batched build", rec));
     phase("drop");
     drop(map);
 }
