@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use memkv::memtable::{
-    ArtMemtable, Entry, EntryCursor, Lookup, MAX_SEQNO, Memtable, MemtableRead, SkipListMemtable,
-    ValueKind, VecMemtable,
+    ArtMemtable, Entry, EntryCursor, EntryRef, Lookup, MAX_SEQNO, Memtable, MemtableRead,
+    SkipListMemtable, ValueKind, VecMemtable,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -102,6 +102,17 @@ struct Op {
     value: Vec<u8>,
 }
 
+impl Op {
+    fn entry(&self) -> EntryRef<'_> {
+        EntryRef {
+            user_key: &self.key,
+            seqno: self.seqno,
+            kind: self.kind,
+            value: &self.value,
+        }
+    }
+}
+
 /// Keys from a four-letter alphabet with the bytes that break naive
 /// encodings (0x00, 0x01, 0xFF), so keys are often prefixes of each other.
 fn key_strategy() -> impl Strategy<Value = Vec<u8>> {
@@ -128,16 +139,27 @@ fn check_model<M: Memtable>() {
         cases: 96,
         ..Config::default()
     });
+    // `batch`: 0 inserts one by one, otherwise in write batches of that
+    // many entries (more than the 16 ArtMemtable looks up at once).
     let strategy = (
         prop::collection::vec(op_strategy(), 0..40),
         prop::collection::vec(key_strategy(), 0..4),
+        prop_oneof![Just(0usize), 1..24usize],
     );
     runner
-        .run(&strategy, |(ops, extra)| {
+        .run(&strategy, |(ops, extra, batch)| {
             let mem = M::default();
             let mut model = Model::new();
+            if batch == 0 {
+                for op in &ops {
+                    mem.insert(&op.key, op.seqno, op.kind, &op.value);
+                }
+            } else {
+                for chunk in ops.chunks(batch) {
+                    mem.insert_batch(&chunk.iter().map(Op::entry).collect::<Vec<_>>());
+                }
+            }
             for op in &ops {
-                mem.insert(&op.key, op.seqno, op.kind, &op.value);
                 model.insert(
                     (op.key.clone(), Reverse(op.seqno)),
                     (op.kind, op.value.clone()),
@@ -445,4 +467,46 @@ conformance! {
     art => ArtMemtable, concurrent: 20_000;
     // Its reads scan everything: a smaller run.
     vec => VecMemtable, concurrent: 1_500;
+}
+
+/// Write batches into an `ArtMemtable` past the size where it looks each
+/// batch's keys up before inserting them (16 MiB of tree), with keys written
+/// twice: the same entries as the model.
+#[test]
+fn art_write_batches_past_the_lookup_size() {
+    let keys = 350_000u64;
+    let key = |i: u64| {
+        let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        [x.to_be_bytes(), x.rotate_left(17).to_be_bytes()].concat()
+    };
+    // Every key once, then a tenth of them again with newer entries.
+    let writes: Vec<(Vec<u8>, u64)> = (0..keys)
+        .chain((0..keys).step_by(10))
+        .zip(1..)
+        .map(|(i, seqno)| (key(i), seqno))
+        .collect();
+    let mem = ArtMemtable::default();
+    for chunk in writes.chunks(100) {
+        let batch: Vec<EntryRef<'_>> = (chunk.iter())
+            .map(|(k, seqno)| EntryRef {
+                user_key: k,
+                seqno: *seqno,
+                kind: ValueKind::Value,
+                value: &k[..*seqno as usize % 4],
+            })
+            .collect();
+        mem.insert_batch(&batch);
+    }
+    assert!(
+        mem.approximate_memory_usage() > 16 << 20,
+        "past the lookup size"
+    );
+    let mut model = Model::new();
+    for (k, seqno) in writes {
+        let value = k[..seqno as usize % 4].to_vec();
+        model.insert((k, Reverse(seqno)), (ValueKind::Value, value));
+    }
+    assert_eq!(mem.len(), model.len());
+    let all = model_range(&model, Bound::Unbounded, Bound::Unbounded, MAX_SEQNO);
+    assert_eq!(mem.iter(MAX_SEQNO).collect_entries(), all);
 }

@@ -221,9 +221,12 @@ impl<V> FastArt<V> {
     /// Brings the nodes on the paths of keys `0..count` (`key(i)` is the
     /// `i`th) into the cache, looking them up side by side as
     /// [`get_many`](Self::get_many) does, so that writes to them that follow
-    /// find their paths there.
-    fn prefetch_paths<'k>(&self, count: usize, key: impl Fn(usize) -> &'k [u8]) {
-        self.raw.get_each(count, key, |_, _| {});
+    /// find their paths there. Does nothing for a map small enough to sit in
+    /// the caches (see [`PREFETCH_PATHS_ABOVE`]).
+    pub(crate) fn prefetch_paths<'k>(&self, count: usize, key: impl Fn(usize) -> &'k [u8]) {
+        if self.memory_usage() >= PREFETCH_PATHS_ABOVE {
+            self.raw.get_each(count, key, |_, _| {});
+        }
     }
 
     /// The key-value pair stored under `key` (the key as given).
@@ -533,7 +536,7 @@ impl<K: AsRef<[u8]>, V> FromIterator<(K, V)> for FastArt<V> {
 /// before inserting them. Below it the lookups mostly add work: over the
 /// 100 k-path sample (5 MB) they made `extend` 0.5–1.0× `insert` (without:
 /// 0.96–1.12×, noise); the first 16 MiB of a large load are a small part.
-const EXTEND_PREFETCH_ABOVE: usize = 16 << 20;
+const PREFETCH_PATHS_ABOVE: usize = 16 << 20;
 
 impl<K: AsRef<[u8]>, V> Extend<(K, V)> for FastArt<V> {
     /// Inserts every entry, with the same result as calling
@@ -552,7 +555,7 @@ impl<K: AsRef<[u8]>, V> Extend<(K, V)> for FastArt<V> {
         let mut iter = iter.into_iter();
         let mut batch: Vec<(K, V)> = Vec::new();
         loop {
-            if self.memory_usage() < EXTEND_PREFETCH_ABOVE {
+            if self.memory_usage() < PREFETCH_PATHS_ABOVE {
                 let Some((key, value)) = iter.next() else {
                     return;
                 };

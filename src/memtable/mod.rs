@@ -314,6 +314,20 @@ pub trait Memtable: MemtableRead + Default {
     /// longer.
     fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]);
 
+    /// Inserts `entries` in order, with the same result as inserting each in
+    /// turn: how an engine applies a write batch. An implementation may look
+    /// the keys up together first ([`ArtMemtable`] does, so that their cache
+    /// misses overlap); readers see the entries arrive one by one.
+    ///
+    /// # Panics
+    /// As [`insert`](Memtable::insert), at the first entry it rejects; the
+    /// entries before it are in.
+    fn insert_batch(&self, entries: &[EntryRef<'_>]) {
+        for e in entries {
+            self.insert(e.user_key, e.seqno, e.kind, e.value);
+        }
+    }
+
     /// Turns the memtable into its immutable form, whose sorted cursor feeds
     /// a flush.
     fn freeze(self) -> Self::Frozen;
