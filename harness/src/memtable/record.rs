@@ -70,6 +70,13 @@ pub(crate) struct MemtableRecord {
     /// Inserts per second straight into the memtable (the memory build: no
     /// write path, no flush).
     pub(crate) memtable_insert_ops_per_s: Option<f64>,
+    /// Inserts per second straight into a second memtable through
+    /// `insert_batch`, in write batches of `WRITE_BATCH` entries.
+    pub(crate) batched_insert_ops_per_s: Option<f64>,
+    /// Reads of that memtable (spread over the keys) after its build.
+    pub(crate) batched_check_reads: Option<u64>,
+    /// Of those, the ones that returned the expected value.
+    pub(crate) batched_check_correct: Option<u64>,
     /// Milliseconds `freeze()` took on the full memtable.
     pub(crate) freeze_ms: Option<f64>,
     /// Entries the flush iteration yielded.
@@ -100,6 +107,7 @@ impl MemtableRecord {
             && self.flush_iter_mismatches.unwrap_or(0) == 0
             && self.write_path_correct == self.write_path_reads
             && self.concurrent_correct_reads == self.concurrent_reads
+            && self.batched_check_correct == self.batched_check_reads
     }
 }
 
@@ -124,6 +132,7 @@ pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
     out.self_reported_bytes =
         med(|r| r.self_reported_bytes.map(|x| x as f64)).map(|x| x.round() as u64);
     out.memtable_insert_ops_per_s = med(|r| r.memtable_insert_ops_per_s);
+    out.batched_insert_ops_per_s = med(|r| r.batched_insert_ops_per_s);
     out.flush_iter_keys_per_s = med(|r| r.flush_iter_keys_per_s);
     out.freeze_ms = med(|r| r.freeze_ms);
     out.lookup_ops_per_s = med(|r| r.lookup_ops_per_s);
@@ -136,6 +145,8 @@ pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
     out.lookups = runs.iter().filter_map(|r| r.lookups).max();
     out.write_path_correct = runs.iter().filter_map(|r| r.write_path_correct).min();
     out.write_path_reads = runs.iter().filter_map(|r| r.write_path_reads).max();
+    out.batched_check_correct = runs.iter().filter_map(|r| r.batched_check_correct).min();
+    out.batched_check_reads = runs.iter().filter_map(|r| r.batched_check_reads).max();
     out.flush_iter_mismatches = runs.iter().filter_map(|r| r.flush_iter_mismatches).max();
     // Reader counts vary per run: keep the worst run's pair.
     if let Some(worst) = runs

@@ -49,6 +49,13 @@ fn checks(r: &MemtableRecord) -> String {
         "; write path {}",
         pair(r.write_path_correct, r.write_path_reads)
     );
+    if r.batched_check_reads.is_some() {
+        let _ = write!(
+            s,
+            "; batches {}",
+            pair(r.batched_check_correct, r.batched_check_reads)
+        );
+    }
     if r.concurrent_reads.is_some() {
         let _ = write!(
             s,
@@ -76,9 +83,12 @@ pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
     let _ = writeln!(s, "\n### {} order\n", order.name());
     let _ = writeln!(
         s,
-        "| memtable | load/s | load MiB/s | bytes/entry | overhead/entry | flush iter/s | freeze | lookup/s | 1W+1R writes/s | 1W+1R reads/s | checks | notes |"
+        "| memtable | load/s | load MiB/s | bytes/entry | overhead/entry | insert/s | batched insert/s | flush iter/s | freeze | lookup/s | 1W+1R writes/s | 1W+1R reads/s | checks | notes |"
     );
-    let _ = writeln!(s, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|");
+    let _ = writeln!(
+        s,
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"
+    );
     let one = |x: f64| format!("{x:.1}");
     let mib = |x: f64| format!("{x:.0}");
     for r in records {
@@ -98,7 +108,7 @@ pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
         }
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.structure,
             with_ratio(r.load_ops_per_s, b(|b| b.load_ops_per_s), rate),
             with_ratio(r.load_mib_per_s, None, mib),
@@ -111,6 +121,16 @@ pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
                 r.memtable_overhead_per_entry,
                 b(|b| b.memtable_overhead_per_entry),
                 one
+            ),
+            with_ratio(
+                r.memtable_insert_ops_per_s,
+                b(|b| b.memtable_insert_ops_per_s),
+                rate
+            ),
+            with_ratio(
+                r.batched_insert_ops_per_s,
+                b(|b| b.batched_insert_ops_per_s),
+                rate
             ),
             with_ratio(
                 r.flush_iter_keys_per_s,
@@ -218,5 +238,18 @@ mod tests {
         assert!(t.contains("load 2.50× (target ≥ 2×) ✓"), "{t}");
         assert!(t.contains("memory/entry 0.75× (target ≤ 0.6×) ✗"), "{t}");
         assert!(t.contains("lookups 10/10"), "{t}");
+    }
+
+    #[test]
+    fn batched_inserts_get_a_column_and_a_check() {
+        let mut base = rec(BASELINE, 1e6, 200.0);
+        base.batched_insert_ops_per_s = Some(1e6);
+        let mut art = rec("memtable-art", 2.5e6, 150.0);
+        art.batched_insert_ops_per_s = Some(3e6);
+        art.batched_check_reads = Some(20);
+        art.batched_check_correct = Some(19);
+        let t = table(Order::Random, &[base, art]);
+        assert!(t.contains("| 3.00 M (3.00×) |"), "{t}");
+        assert!(t.contains("; batches 19/20 ✗"), "{t}");
     }
 }

@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use memkv::memtable::{
-    EntryCursor, Lookup, MAX_SEQNO, Memtable, MemtableRead, ValueKind, WritePath, WritePathOptions,
+    EntryCursor, EntryRef, Lookup, MAX_SEQNO, Memtable, MemtableRead, ValueKind, WritePath,
+    WritePathOptions,
 };
 
 use super::Order;
@@ -38,6 +39,8 @@ use crate::rng::{SEED_LOOKUP, SplitMix64};
 const MAX_FAILURES: usize = 3;
 /// Keys read back through the write path after the load, at most.
 const WRITE_PATH_READS: usize = 20_000;
+/// Entries per `insert_batch` call in the batched build: a write batch.
+pub(crate) const WRITE_BATCH: usize = 64;
 
 /// What the harness needs to know about an implementation beyond the trait.
 pub(crate) trait Subject: Memtable + 'static {
@@ -192,12 +195,57 @@ pub(crate) fn run<M: Subject>(w: &Workload, rec: &mut MemtableRecord) {
     phase("drop");
     drop(frozen);
 
+    batched_build::<M>(w, rec);
+
     if M::ACTIVE_READS {
         concurrent::<M>(w, rec);
     } else {
         rec.notes
             .push("no writer+reader run: reads of the active memtable are O(n)".into());
     }
+}
+
+/// Builds a second memtable straight through `insert_batch`, in write
+/// batches of [`WRITE_BATCH`] entries, then reads keys spread over it back.
+fn batched_build<M: Subject>(w: &Workload, rec: &mut MemtableRecord) {
+    phase("build, batched");
+    let order: Vec<u32> = w.insert_order().collect();
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    let start = Instant::now();
+    let mem = M::default();
+    for (chunk, first) in order.chunks(WRITE_BATCH).zip((1..).step_by(WRITE_BATCH)) {
+        batch.clear();
+        batch.extend(chunk.iter().zip(first..).map(|(&i, seqno)| EntryRef {
+            user_key: w.key(i),
+            seqno,
+            kind: ValueKind::Value,
+            value: w.value(i),
+        }));
+        mem.insert_batch(&batch);
+    }
+    rec.batched_insert_ops_per_s = Some(per_second(w.len(), start.elapsed()));
+    let frozen;
+    let reader: &dyn Fn(&[u8]) -> Option<Vec<u8>> = if M::ACTIVE_READS {
+        &|key| mem.get(key, MAX_SEQNO).found()
+    } else {
+        frozen = mem.freeze();
+        &|key| frozen.get(key, MAX_SEQNO).found()
+    };
+    let step = w.len().div_ceil(WRITE_PATH_READS).max(1);
+    let (mut reads, mut correct) = (0u64, 0u64);
+    for &i in w.lookup.iter().step_by(step) {
+        reads += 1;
+        if reader(w.key(i)).as_deref() == Some(w.value(i)) {
+            correct += 1;
+        } else if rec.failures.len() < MAX_FAILURES {
+            rec.failures.push(format!(
+                "batched build get {}: wrong or missing",
+                w.key(i).escape_ascii()
+            ));
+        }
+    }
+    rec.batched_check_reads = Some(reads);
+    rec.batched_check_correct = Some(correct);
 }
 
 /// Phase 1: the bulk load through the write path.
