@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::record::MemtableRecord;
+use super::workload::WRITE_BATCH;
 use super::{BASELINE, Order};
 use crate::dataset::LSM_VALUE_LEN;
 use crate::machine::Machine;
@@ -201,7 +202,9 @@ pub(crate) fn footer() -> String {
         "\nColumns: load = puts through the write path until the last returns (freezes, stalls \
          and the flusher's competition for the CPU included); MiB/s counts key and value bytes. \
          bytes/entry = jemalloc `stats.allocated` growth per entry while one memtable takes every \
-         entry (no flush); overhead = bytes/entry − key − value bytes. flush iter = entries per \
+         entry (no flush); overhead = bytes/entry − key − value bytes. insert = that build's \
+         inserts per second, one by one; batched insert = another memtable built through \
+         `insert_batch`, {WRITE_BATCH} entries per call. flush iter = entries per \
          second of the frozen memtable's cursor (key, sequence number, first and last value \
          byte read); freeze = `freeze()` on the full memtable (a sort for memtable-vec, not in \
          flush iter). lookup = every key once, shuffled, value compared. 1W+1R = one thread \
