@@ -49,23 +49,40 @@ fn read_run(path: &std::path::Path) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
     out
 }
 
-fn model_across_flushes<M: Memtable + 'static>() {
+/// With `batches`, the writes go in write batches of 1 to 40 entries (a
+/// batch's keys may repeat); a batch is written before each check.
+fn model_across_flushes<M: Memtable + 'static>(batches: bool) {
     let dir = tempfile::tempdir().unwrap();
     let db = open::<M>(dir.path(), 8 << 10);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut rng = Rng(1);
+    let mut pending: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+    let mut batch_len = 1;
     for i in 0..6000u64 {
         // 600 keys of varying length (some prefixes of others), overwritten
         // and deleted many times over, across many runs.
         let k = rng.next() % 600;
         let key = k.to_be_bytes()[8 - (1 + k as usize % 3)..].to_vec();
-        if rng.next() % 5 == 0 {
-            db.delete(&key).unwrap();
-            model.remove(&key);
+        let value = (rng.next() % 5 != 0).then(|| vec![i as u8; (rng.next() % 40) as usize]);
+        match &value {
+            Some(v) => model.insert(key.clone(), v.clone()),
+            None => model.remove(&key),
+        };
+        if !batches {
+            match &value {
+                Some(v) => db.put(&key, v).unwrap(),
+                None => db.delete(&key).unwrap(),
+            }
         } else {
-            let value = vec![i as u8; (rng.next() % 40) as usize];
-            db.put(&key, &value).unwrap();
-            model.insert(key, value);
+            pending.push((key, value));
+            if pending.len() == batch_len || i % 997 == 0 || i == 5999 {
+                let batch: Vec<(&[u8], Option<&[u8]>)> = (pending.iter())
+                    .map(|(k, v)| (k.as_slice(), v.as_deref()))
+                    .collect();
+                db.write_batch(&batch).unwrap();
+                pending.clear();
+                batch_len = 1 + (rng.next() % 40) as usize;
+            }
         }
         if i % 997 == 0 {
             for k in 0..600u64 {
@@ -152,8 +169,13 @@ macro_rules! write_path_tests {
             use super::*;
 
             #[test]
+            fn model_across_flushes_in_write_batches() {
+                super::model_across_flushes::<$ty>(true);
+            }
+
+            #[test]
             fn model_across_flushes() {
-                super::model_across_flushes::<$ty>();
+                super::model_across_flushes::<$ty>(false);
             }
 
             #[test]

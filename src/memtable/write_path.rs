@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{EntryCursor, Lookup, MAX_SEQNO, Memtable, MemtableRead, ValueKind};
+use super::{EntryCursor, EntryRef, Lookup, MAX_SEQNO, Memtable, MemtableRead, ValueKind};
 
 /// A tombstone's value length in a run file.
 const TOMBSTONE_LEN: u32 = u32::MAX;
@@ -235,17 +235,63 @@ impl<M: Memtable + 'static> WritePath<M> {
     }
 
     fn write(&self, key: &[u8], kind: ValueKind, value: &[u8]) -> io::Result<()> {
+        self.write_entries(1, |active, seqno| active.insert(key, seqno, kind, value))
+    }
+
+    /// Applies a write batch: `(key, Some(value))` puts, `(key, None)`
+    /// deletes, in order, with consecutive sequence numbers. The whole batch
+    /// goes into one memtable (through [`Memtable::insert_batch`]) and
+    /// becomes visible to [`get`](WritePath::get) at once.
+    ///
+    /// # Errors
+    /// As [`WritePath::put`]: none of the batch is then written.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    /// db.put(b"old", b"1")?;
+    /// db.write_batch(&[(b"new", Some(b"2")), (b"old", None)])?;
+    /// assert_eq!((db.get(b"new")?, db.get(b"old")?), (Some(b"2".to_vec()), None));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn write_batch(&self, batch: &[(&[u8], Option<&[u8]>)]) -> io::Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.write_entries(batch.len() as u64, |active, first| {
+            let entries: Vec<EntryRef<'_>> = (batch.iter().zip(first..))
+                .map(|(&(user_key, value), seqno)| EntryRef {
+                    user_key,
+                    seqno,
+                    kind: match value {
+                        Some(_) => ValueKind::Value,
+                        None => ValueKind::Tombstone,
+                    },
+                    value: value.unwrap_or_default(),
+                })
+                .collect();
+            active.insert_batch(&entries);
+        })
+    }
+
+    /// Under the writer lock, has `insert(active memtable, first seqno)`
+    /// write `count` entries numbered from the next sequence number on, then
+    /// publishes them together and freezes the memtable if it is full.
+    fn write_entries(&self, count: u64, insert: impl FnOnce(&M, u64)) -> io::Result<()> {
         let mut last = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         self.check_error()?;
-        let seqno = *last + 1;
-        assert!(seqno <= MAX_SEQNO, "sequence numbers exhausted");
+        let first = *last + 1;
+        let end = *last + count;
+        assert!(end <= MAX_SEQNO, "sequence numbers exhausted");
         let full = {
             let state = self.state_read();
-            state.active.insert(key, seqno, kind, value);
+            insert(&state.active, first);
             state.active.approximate_memory_usage() >= self.options.write_buffer_size
         };
-        *last = seqno;
-        self.shared.visible.store(seqno, Ordering::Release);
+        *last = end;
+        self.shared.visible.store(end, Ordering::Release);
         if full {
             self.switch()?;
         }
