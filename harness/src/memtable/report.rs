@@ -107,49 +107,25 @@ pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
         if let Some(e) = &r.error {
             notes = format!("**error:** {e}; {notes}");
         }
+        // A measurement with its ratio to the baseline's.
+        let col = |get: fn(&MemtableRecord) -> Option<f64>, show: fn(f64) -> String| {
+            with_ratio(get(r), b(get), show)
+        };
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.structure,
-            with_ratio(r.load_ops_per_s, b(|b| b.load_ops_per_s), rate),
+            col(|r| r.load_ops_per_s, rate),
             with_ratio(r.load_mib_per_s, None, mib),
-            with_ratio(
-                r.memtable_bytes_per_entry,
-                b(|b| b.memtable_bytes_per_entry),
-                one
-            ),
-            with_ratio(
-                r.memtable_overhead_per_entry,
-                b(|b| b.memtable_overhead_per_entry),
-                one
-            ),
-            with_ratio(
-                r.memtable_insert_ops_per_s,
-                b(|b| b.memtable_insert_ops_per_s),
-                rate
-            ),
-            with_ratio(
-                r.batched_insert_ops_per_s,
-                b(|b| b.batched_insert_ops_per_s),
-                rate
-            ),
-            with_ratio(
-                r.flush_iter_keys_per_s,
-                b(|b| b.flush_iter_keys_per_s),
-                rate
-            ),
+            col(|r| r.memtable_bytes_per_entry, one),
+            col(|r| r.memtable_overhead_per_entry, one),
+            col(|r| r.memtable_insert_ops_per_s, rate),
+            col(|r| r.batched_insert_ops_per_s, rate),
+            col(|r| r.flush_iter_keys_per_s, rate),
             r.freeze_ms.map_or("—".into(), |ms| format!("{ms:.1} ms")),
-            with_ratio(r.lookup_ops_per_s, b(|b| b.lookup_ops_per_s), rate),
-            with_ratio(
-                r.concurrent_write_ops_per_s,
-                b(|b| b.concurrent_write_ops_per_s),
-                rate
-            ),
-            with_ratio(
-                r.concurrent_read_ops_per_s,
-                b(|b| b.concurrent_read_ops_per_s),
-                rate
-            ),
+            col(|r| r.lookup_ops_per_s, rate),
+            col(|r| r.concurrent_write_ops_per_s, rate),
+            col(|r| r.concurrent_read_ops_per_s, rate),
             checks(r),
             notes.replace('|', "\\|"),
         );
