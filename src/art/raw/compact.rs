@@ -1,81 +1,501 @@
-//! Compaction: copying the tree into fresh arenas in key order.
+//! Compaction: copying the tree into fresh arenas laid out for reading.
 //!
 //! Inserts in random order scatter nodes and leaves over the arenas, and
-//! every node that gains a child moves to a new block. A lookup then touches
-//! a new cache line at nearly every level, and an ordered walk jumps across
-//! the whole arena for every key. Copying the tree depth-first puts each node
-//! next to its first child and all leaves in key order: on the Debian paths
-//! ordered iteration gets about 4× faster and lookups 5–19%, and the free
-//! lists are gone. It costs one pass over the tree, with old and new copies
-//! alive together until it ends.
+//! every node that gains a child moves to a new block. A lookup then misses
+//! the cache at nearly every level (about 20 on the Debian paths, each
+//! waiting for the one before), and an ordered walk jumps across the whole
+//! arena for every key. Compaction copies the tree in two passes:
+//!
+//! 1. **Leaves in key order**, one depth-first walk, which also counts the
+//!    keys below every node. An ordered walk then reads the leaves as one
+//!    stream.
+//! 2. **Nodes in clusters.** A cluster is a connected top part of a subtree
+//!    packed into one 256-byte *region* (four cache lines, aligned): starting
+//!    from its root, it takes the child node under which the most keys lie,
+//!    then the next heaviest of all the children seen so far, while they
+//!    fit. A lookup entering a region loads all of it at once
+//!    ([`RawArt::get`]), so the levels of a path inside one cluster cost one
+//!    wait instead of one each. Small clusters (the bottom of the tree) share
+//!    regions, so the packing costs little memory; what a region leaves
+//!    unused goes to the free lists, for later inserts.
+//!
+//! The free lists of the old arenas are gone afterwards. It costs two passes
+//! over the tree, with old and new copies alive together until it ends.
 
+use std::collections::{BinaryHeap, HashMap};
 use std::ptr;
 
-use super::arena::{Arena, UNIT};
+use super::arena::{Arena, BlockIdx, REGION_UNITS, UNIT};
 use super::leaf::Leaf;
 use super::node::{Node, write_ref};
-use super::{RawArt, is_leaf, leaf_ref, node_ref};
+use super::{RawArt, is_leaf, leaf_ref, node_ref, prefetch};
+
+/// Units in a cache line.
+const LINE: usize = 64 / UNIT;
+
+/// Cache lines in a region.
+const LINES: usize = REGION_UNITS / LINE;
+
+/// Bytes in a region: lookups load a region whole when they enter it.
+pub(crate) const REGION_BYTES: usize = REGION_UNITS * UNIT;
+
+type Weights = HashMap<u32, u32, foldhash::fast::FixedState>;
+
+/// Where a region has room: the units taken in each of its lines.
+#[derive(Clone, Copy, Default)]
+struct RegionFill([usize; LINES]);
+
+impl RegionFill {
+    /// Takes room for a block of `units`, keeping the arena's line rule (a
+    /// block of up to a line lies within one, a longer one starts at one);
+    /// returns its offset in units.
+    fn take(&mut self, units: usize) -> Option<usize> {
+        if units <= LINE {
+            let line = self.0.iter().position(|&taken| taken + units <= LINE)?;
+            let offset = line * LINE + self.0[line];
+            self.0[line] += units;
+            return Some(offset);
+        }
+        let lines = units.div_ceil(LINE);
+        let start = (0..(LINES + 1).checked_sub(lines)?)
+            .find(|&first| self.0[first..first + lines].iter().all(|&taken| taken == 0))?;
+        self.0[start..start + lines].fill(LINE);
+        self.0[start + lines - 1] = units - (lines - 1) * LINE;
+        Some(start * LINE)
+    }
+
+    /// Units taken in all lines.
+    fn taken_units(self) -> usize {
+        self.0.iter().sum()
+    }
+
+    /// Gives what the region at `region` left unused to the free lists.
+    ///
+    /// # Safety
+    /// `region` must come from `arena.alloc_region()`, with exactly the
+    /// units this fill says are taken in live blocks.
+    unsafe fn release(self, arena: &mut Arena, region: BlockIdx) {
+        for (line, &taken) in self.0.iter().enumerate() {
+            if taken < LINE {
+                // SAFETY: the caller's contract: these units of the region are
+                // in no block; the piece lies within one line.
+                unsafe { arena.free(region.plus(line * LINE + taken), LINE - taken) };
+            }
+        }
+    }
+}
+
+/// A node chosen for a cluster, or left out of one.
+#[derive(Clone, Copy)]
+struct Placed {
+    /// The node, in the old arena.
+    old: u32,
+    /// The cluster entry of its parent, or `NO_PARENT` for the cluster's root.
+    parent: usize,
+    /// Byte offset of the slot in the parent that refers to it.
+    slot: usize,
+    /// Its size in units.
+    units: usize,
+    /// Unit offset in the region (unused for nodes left out).
+    offset: usize,
+}
+
+const NO_PARENT: usize = usize::MAX;
+
+/// How many regions with room are kept open for small clusters.
+const OPEN_REGIONS: usize = 16;
+
+/// A cluster's candidates, heaviest first (ties: first seen).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Candidate {
+    weight: u32,
+    order: std::cmp::Reverse<usize>,
+    parent: usize,
+    slot: usize,
+    old: u32,
+}
+
+/// Reused buffers of one compaction.
+struct Packer<'w> {
+    weights: &'w Weights,
+    candidates: BinaryHeap<Candidate>,
+    slots: Vec<(u32, *mut u8)>,
+    /// The cluster: the nodes taken, parents first, and the children left
+    /// out (roots of later clusters).
+    taken: Vec<Placed>,
+    left: Vec<Placed>,
+}
 
 impl<V> RawArt<V> {
-    /// Re-lays the whole tree out in depth-first key order (see the module
-    /// docs).
+    /// Re-lays the whole tree out for reading (see the module docs).
     pub(crate) fn compact(&mut self) {
         if self.root == 0 {
             return;
         }
-        let mut nodes = Arena::line_aware();
-        let mut leaves = Arena::new();
-        // The copies need what is live now, and nodes a little for the gaps
-        // that keep them within cache lines (most are refilled by smaller
-        // nodes).
-        let node_units = self.nodes.live_units();
-        nodes.plan(node_units + node_units / 64);
-        leaves.plan(self.leaves.live_units());
-        let mut root = 0u32;
-        // (reference in the old arenas, slot in the new tree that will hold
-        // its copy). Slots point into blocks of the new arenas, which never
-        // move, or at `root`.
-        let mut stack: Vec<(u32, *mut u8)> = vec![(self.root, (&raw mut root).cast())];
-        let mut slots = Vec::new();
-        while let Some((r, slot)) = stack.pop() {
-            let old = self.ptr(r);
-            if is_leaf(r) {
-                // SAFETY: invariants 1-2: a live leaf of `stored_units`; the
-                // new block is fresh. The bytes move the value and the suffix
-                // field (with any out-of-line part) to the copy; the old block
-                // is freed below without dropping anything.
-                unsafe {
-                    let units = Leaf::<V>::stored_units(old);
-                    let idx = leaves.alloc(units);
-                    ptr::copy_nonoverlapping(old, leaves.ptr(idx), units * UNIT);
-                    write_ref(slot, leaf_ref(idx));
+        let weights = self.compact_leaves();
+        self.compact_nodes(&weights);
+        self.clustered = true;
+    }
+
+    /// Pass 1: copies the leaves into a fresh arena in key order, rewriting
+    /// the slots of the (old) nodes that refer to them, and returns the
+    /// number of leaves below each node.
+    fn compact_leaves(&mut self) -> Weights {
+        /// Aborts if the copy unwinds half-way: the old nodes would refer to
+        /// leaves in an arena about to be freed. It cannot: the new arena is
+        /// planned to hold the live leaves, so it needs no more index space
+        /// than the old one, and nothing else here panics.
+        struct AbortOnUnwind;
+        impl Drop for AbortOnUnwind {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    std::process::abort();
                 }
+            }
+        }
+
+        enum Visit {
+            Enter(u32, *mut u8),
+            Leave(u32),
+        }
+
+        let guard = AbortOnUnwind;
+        let mut leaves = Arena::new();
+        leaves.plan(self.leaves.live_units());
+        let mut weights = Weights::default();
+        // Keys counted so far below each node on the walk's path; the bottom
+        // entry collects the root's.
+        let mut counts = vec![0u32];
+        let mut stack = vec![Visit::Enter(self.root, (&raw mut self.root).cast())];
+        let mut slots = Vec::new();
+        while let Some(visit) = stack.pop() {
+            match visit {
+                Visit::Enter(r, slot) if is_leaf(r) => {
+                    // SAFETY: invariants 1-2: a live leaf of `stored_units`;
+                    // the new block is fresh. The bytes move the value and the
+                    // suffix field (with any out-of-line part) to the copy; the
+                    // old arena is dropped below without dropping anything.
+                    // `slot` is the root or a slot of a live old node.
+                    unsafe {
+                        let old = self.ptr(r);
+                        let units = Leaf::<V>::stored_units(old);
+                        let idx = leaves.alloc(units);
+                        ptr::copy_nonoverlapping(old, leaves.ptr(idx), units * UNIT);
+                        write_ref(slot, leaf_ref(idx));
+                    }
+                    *counts.last_mut().expect("the bottom entry stays") += 1;
+                }
+                Visit::Enter(r, _) => {
+                    let node = self.node(r);
+                    // Its children are visited next (the first at once, the
+                    // others after its subtree): start loading them now.
+                    self.prefetch_children(node);
+                    stack.push(Visit::Leave(r));
+                    counts.push(0);
+                    slots.clear();
+                    node.child_slots(&mut slots);
+                    // Reversed, so that the terminal and then the smallest
+                    // edge come off the stack first: key order.
+                    stack.extend(slots.iter().rev().map(|&(c, s)| Visit::Enter(c, s)));
+                }
+                Visit::Leave(r) => {
+                    let below = counts.pop().expect("pushed on entering");
+                    weights.insert(r, below);
+                    *counts.last_mut().expect("the bottom entry stays") += below;
+                }
+            }
+        }
+        // The old arena now holds only moved-out bytes: dropping it frees its
+        // chunks and nothing else.
+        self.leaves = leaves;
+        drop(guard);
+        weights
+    }
+
+    /// Pass 2: copies the nodes into a fresh arena in clusters (see the
+    /// module docs). The old nodes stay as they are until the swap at the
+    /// end, so the tree is whole if this unwinds.
+    fn compact_nodes(&mut self, weights: &Weights) {
+        let mut root = self.root;
+        if is_leaf(root) {
+            return;
+        }
+        let mut nodes = Arena::line_aware();
+        // What is live now, and some more for the room regions leave unused
+        // (most of it is filled by small clusters).
+        let node_units = self.nodes.live_units();
+        nodes.plan(node_units + node_units / 16);
+        let mut packer = Packer {
+            weights,
+            candidates: BinaryHeap::new(),
+            slots: Vec::new(),
+            taken: Vec::new(),
+            left: Vec::new(),
+        };
+        // Regions with room left, the latest last: a cluster smaller than a
+        // region goes into the latest one that takes all of it.
+        let mut open: Vec<(BlockIdx, RegionFill)> = Vec::new();
+        // Cluster roots still to copy: (node in the old arena, slot in the
+        // new tree that will refer to its copy). Slots point into blocks of
+        // the new arena, which never move, or at `root`.
+        let mut roots: Vec<(u32, *mut u8)> = vec![(root, (&raw mut root).cast())];
+        let mut copies: Vec<*mut u8> = Vec::new();
+        while let Some((r, slot)) = roots.pop() {
+            let node = self.node(r);
+            let units = node.units();
+            if units > REGION_UNITS {
+                // A node larger than a region is a cluster of its own.
+                let idx = nodes.alloc(units);
+                // SAFETY: a live node moved bytewise (its prefix field and
+                // child references included) into a fresh block.
+                let copy = unsafe {
+                    ptr::copy_nonoverlapping(self.ptr(r), nodes.ptr(idx), units * UNIT);
+                    Node::from_ptr(nodes.ptr(idx))
+                };
+                write_ref(slot, node_ref(idx));
+                packer.slots.clear();
+                copy.child_slots(&mut packer.slots);
+                roots.extend(packer.slots.iter().rev().filter(|&&(c, _)| !is_leaf(c)));
                 continue;
             }
-            let node = self.node(r);
-            // Its children are visited next (the first at once, the others
-            // after its subtree): start loading them now.
-            self.prefetch_children(node);
-            let units = node.units();
-            let idx = nodes.alloc(units);
-            // SAFETY: as for leaves: a live node moved bytewise (its prefix
-            // field and child references included) into a fresh block.
-            let copy = unsafe {
-                ptr::copy_nonoverlapping(old, nodes.ptr(idx), units * UNIT);
-                Node::from_ptr(nodes.ptr(idx))
+            let fresh = self.plan_cluster(&mut packer, r);
+            // A whole subtree smaller than a region goes into the latest open
+            // region with room for it; anything else into a fresh region.
+            let fits = |mut fill: RegionFill| {
+                let mut room = |placed: &Placed| fill.take(placed.units).is_some();
+                packer.taken.iter().all(&mut room)
             };
-            write_ref(slot, node_ref(idx));
-            // The copy still holds the old references; each is replaced when
-            // its child is copied. Pushed in reverse so that the terminal and
-            // then the smallest edge come off the stack first.
-            slots.clear();
-            copy.child_slots(&mut slots);
-            stack.extend(slots.iter().rev().copied());
+            let shared = if packer.left.is_empty() {
+                open.iter().rposition(|&(_, fill)| {
+                    fill.taken_units() + fresh.taken_units() <= REGION_UNITS && fits(fill)
+                })
+            } else {
+                None
+            };
+            let at = match shared {
+                Some(at) => {
+                    let fill = &mut open[at].1;
+                    for placed in &mut packer.taken {
+                        placed.offset = fill.take(placed.units).expect("checked by `fits`");
+                    }
+                    at
+                }
+                None => {
+                    if open.len() == OPEN_REGIONS {
+                        let (region, fill) = open.remove(0);
+                        // SAFETY: the region's untaken units are in no block.
+                        unsafe { fill.release(&mut nodes, region) };
+                    }
+                    open.push((nodes.alloc_region(), fresh));
+                    open.len() - 1
+                }
+            };
+            let (region, fill) = open[at];
+            if fill.taken_units() + 2 > REGION_UNITS {
+                // Full: no node is smaller than two units.
+                open.remove(at);
+                // SAFETY: as above.
+                unsafe { fill.release(&mut nodes, region) };
+            }
+            copies.clear();
+            for placed in &packer.taken {
+                let idx = region.plus(placed.offset);
+                let old = self.ptr(placed.old);
+                // SAFETY: a live node of `units` units moved bytewise into
+                // the region, at units `RegionFill::take` gave to it alone.
+                let copy = unsafe {
+                    ptr::copy_nonoverlapping(old, nodes.ptr(idx), placed.units * UNIT);
+                    nodes.ptr(idx)
+                };
+                let slot = match placed.parent {
+                    NO_PARENT => slot,
+                    // The parent entry comes first: taken top-down.
+                    parent => copies[parent].wrapping_add(placed.slot),
+                };
+                write_ref(slot, node_ref(idx));
+                copies.push(copy);
+            }
+            // Left out: roots of later clusters, visited in about key order
+            // (the parents top-down, each one's slots in order).
+            let left = &mut packer.left;
+            left.sort_unstable_by_key(|placed| (placed.parent, placed.slot));
+            roots.extend(
+                left.iter()
+                    .rev()
+                    .map(|placed| (placed.old, copies[placed.parent].wrapping_add(placed.slot))),
+            );
         }
-        // The old arenas now hold only moved-out bytes: dropping them frees
-        // their chunks and nothing else.
+        for (region, fill) in open {
+            // SAFETY: the region's untaken units are in no block.
+            unsafe { fill.release(&mut nodes, region) };
+        }
+        // The old arena now holds only moved-out bytes: dropping it frees its
+        // chunks and nothing else.
         self.nodes = nodes;
-        self.leaves = leaves;
         self.root = root;
+    }
+
+    /// Chooses the cluster rooted at node `r` for a fresh region (see the
+    /// module docs), into `packer.taken` with offsets and `packer.left`;
+    /// returns the region's fill with it. Copies nothing.
+    fn plan_cluster(&self, packer: &mut Packer<'_>, r: u32) -> RegionFill {
+        let mut fill = RegionFill::default();
+        let (taken, left) = (&mut packer.taken, &mut packer.left);
+        taken.clear();
+        left.clear();
+        packer.candidates.clear();
+        let mut order = 0;
+        let mut next = Some(Candidate {
+            weight: u32::MAX,
+            order: std::cmp::Reverse(0),
+            parent: NO_PARENT,
+            slot: 0,
+            old: r,
+        });
+        while let Some(candidate) = next.take().or_else(|| packer.candidates.pop()) {
+            let node = self.node(candidate.old);
+            let mut placed = Placed {
+                old: candidate.old,
+                parent: candidate.parent,
+                slot: candidate.slot,
+                units: node.units(),
+                offset: 0,
+            };
+            let Some(offset) = fill.take(placed.units) else {
+                left.push(placed);
+                continue;
+            };
+            placed.offset = offset;
+            let index = taken.len();
+            taken.push(placed);
+            let base = self.ptr(candidate.old);
+            packer.slots.clear();
+            node.child_slots(&mut packer.slots);
+            for &(child, slot) in &packer.slots {
+                if is_leaf(child) {
+                    continue;
+                }
+                prefetch(self.ptr(child));
+                order += 1;
+                packer.candidates.push(Candidate {
+                    weight: packer.weights[&child],
+                    order: std::cmp::Reverse(order),
+                    parent: index,
+                    slot: slot as usize - base as usize,
+                    old: child,
+                });
+            }
+        }
+        fill
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Paths shaped like a package archive's: directories of varied depth
+    /// and fan-out, so the tree has long chains and wide nodes.
+    fn paths(n: usize) -> Vec<Vec<u8>> {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        (0..n)
+            .map(|_| {
+                let mut path = String::from("usr");
+                for _ in 0..2 + next(5) {
+                    path += &format!("/d{}", next(12));
+                }
+                path += &format!("/file{}.gz", next(1000));
+                path.into_bytes()
+            })
+            .collect()
+    }
+
+    /// The regions a lookup of each key enters, on average, and the nodes it
+    /// visits.
+    fn regions_and_levels(art: &RawArt<u32>) -> (f64, f64) {
+        let (mut regions, mut levels, mut leaves) = (0, 0, 0);
+        let mut stack = vec![(art.root, 0usize, 0usize, usize::MAX)];
+        let mut slots = Vec::new();
+        while let Some((r, entered, depth, region)) = stack.pop() {
+            if is_leaf(r) {
+                (regions, levels, leaves) = (regions + entered, levels + depth, leaves + 1);
+                continue;
+            }
+            let here = art.ptr(r) as usize / REGION_BYTES;
+            let entered = entered + usize::from(here != region);
+            slots.clear();
+            art.node(r).child_slots(&mut slots);
+            stack.extend(slots.iter().map(|&(c, _)| (c, entered, depth + 1, here)));
+        }
+        (
+            regions as f64 / leaves as f64,
+            levels as f64 / leaves as f64,
+        )
+    }
+
+    #[test]
+    fn compaction_packs_paths_into_few_regions() {
+        let keys = paths(20_000);
+        let mut art = RawArt::new();
+        for (i, key) in keys.iter().enumerate() {
+            art.insert(key, i as u32);
+        }
+        let before = art.memory_usage();
+        let (scattered, levels) = regions_and_levels(&art);
+        art.compact();
+        art.check().unwrap();
+        let (clustered, same_levels) = regions_and_levels(&art);
+        assert_eq!(levels, same_levels);
+        assert!(
+            scattered > 0.8 * levels && clustered < 0.5 * levels,
+            "{levels:.1} levels: {scattered:.1} regions as inserted, {clustered:.1} compacted"
+        );
+        assert!(
+            art.memory_usage() <= before,
+            "{} > {before} bytes",
+            art.memory_usage()
+        );
+        let model: std::collections::BTreeMap<_, _> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k, i as u32))
+            .collect();
+        for (key, &value) in &model {
+            // SAFETY: a live value; the tree is not changed while it is read.
+            assert_eq!(art.get(key).map(|v| unsafe { *v }), Some(value));
+        }
+    }
+
+    #[test]
+    fn compaction_copies_nodes_larger_than_a_region() {
+        // A Node256 at the root and one below it, each child with a small
+        // subtree, and a Node48: the wide nodes are clusters of their own.
+        let mut keys = Vec::new();
+        for byte in 0..=255u8 {
+            for tail in [&b""[..], b"/a", b"/b"] {
+                keys.push([&[byte][..], tail].concat());
+                keys.push([&b"wide/"[..], &[byte], tail].concat());
+            }
+            if byte < 40 {
+                keys.push([&b"mid/"[..], &[byte]].concat());
+            }
+        }
+        let mut art = RawArt::new();
+        for (i, key) in keys.iter().enumerate() {
+            art.insert(key, i as u32);
+        }
+        assert!(art.node(art.root).units() > REGION_UNITS);
+        art.compact();
+        art.check().unwrap();
+        for (i, key) in keys.iter().enumerate() {
+            // SAFETY: a live value; the tree is not changed while it is read.
+            assert_eq!(art.get(key).map(|v| unsafe { *v }), Some(i as u32));
+        }
     }
 }

@@ -150,6 +150,9 @@ pub(crate) struct RawArt<V> {
     heap_extra: usize,
     /// Reused by node rebuilds so they do not allocate.
     scratch: Vec<(u8, u32)>,
+    /// Whether the nodes lie in clusters ([`RawArt::compact`]), so that a
+    /// lookup entering a region loads all of it.
+    clustered: bool,
     _values: PhantomData<V>,
 }
 
@@ -162,6 +165,7 @@ impl<V> RawArt<V> {
             len: 0,
             heap_extra: 0,
             scratch: Vec::new(),
+            clustered: false,
             _values: PhantomData,
         }
     }
@@ -293,11 +297,35 @@ impl<V> RawArt<V> {
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Option<*mut V> {
         let (mut r, mut depth) = (self.root, 0);
+        // The region the walk is in, in a compacted tree.
+        let mut region = usize::MAX;
         loop {
             match self.lookup_step(key, r, depth) {
-                Step::Down(child, below) => (r, depth) = (child, below),
+                Step::Down(child, below) => {
+                    if self.clustered && !is_leaf(child) {
+                        self.enter_region(&mut region, child);
+                    }
+                    (r, depth) = (child, below);
+                }
                 Step::Done(value) => return value,
             }
+        }
+    }
+
+    /// In a compacted tree, on a step down to node `to`: if `to` lies outside
+    /// `region`, asks the CPU to load all of its region (see `compact.rs`),
+    /// so that the levels of the cluster below cost one wait together.
+    #[inline(always)]
+    fn enter_region(&self, region: &mut usize, to: u32) {
+        let to = self.ptr(to);
+        let here = to as usize / compact::REGION_BYTES;
+        if here == *region {
+            return;
+        }
+        *region = here;
+        let start = to.wrapping_sub(to as usize % compact::REGION_BYTES);
+        for line in (0..compact::REGION_BYTES).step_by(64) {
+            prefetch(start.wrapping_add(line));
         }
     }
 
@@ -947,6 +975,7 @@ impl<V> Teardown<'_, V> {
         self.art.leaves.reset();
         self.art.len = 0;
         self.art.heap_extra = 0;
+        self.art.clustered = false;
     }
 }
 
