@@ -425,8 +425,8 @@ impl<V> FastArt<V> {
     /// walk jumps across memory for every key. After `compact`, leaves lie in
     /// key order, and the nodes a lookup is most likely to walk through next
     /// lie together in 1 KiB regions that [`get`](FastArt::get) loads whole:
-    /// on the Debian paths (7.3M keys) ordered iteration gets 2–3× faster
-    /// and lookups 1.4–1.7×. Call it after a bulk load, as you would
+    /// on the Debian paths (7.3M keys) ordered iteration gets 1.7–2.4× faster
+    /// and lookups 1.6–1.9×. Call it after a bulk load, as you would
     /// `shrink_to_fit`; later changes keep working, and land outside the
     /// regions.
     ///
