@@ -30,6 +30,11 @@
 //! `BlockIdx` stored in the freed block's first four bytes) and are reused by
 //! the next allocation of exactly that size. Memory goes back to the system
 //! only when the arena is dropped or cleared.
+//!
+//! For compaction the arena also hands out *regions* ([`Arena::alloc_region`]):
+//! [`REGION_UNITS`] fresh units at an address aligned to their size, which the
+//! caller carves into blocks so that a reader can load a group of blocks
+//! with one burst of prefetches.
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
@@ -40,7 +45,9 @@ pub(crate) const UNIT: usize = 8;
 /// Units in a 64-byte cache line.
 const LINE_UNITS: usize = 64 / UNIT;
 
-/// Units in a region (256 bytes, four cache lines): see [`Arena::alloc_region`].
+/// Units in a region (1 KiB, 16 cache lines): see [`Arena::alloc_region`].
+/// Larger regions cover more levels of a lookup's path per wait, but each
+/// costs more lines to load; 1 KiB measured best (DESIGN.md, Compaction).
 pub(crate) const REGION_UNITS: usize = 128;
 
 /// The largest block the arena hands out, in units (2 KiB). Callers keep their

@@ -10,10 +10,11 @@
 //!    keys below every node. An ordered walk then reads the leaves as one
 //!    stream.
 //! 2. **Nodes in clusters.** A cluster is a connected top part of a subtree
-//!    packed into one 256-byte *region* (four cache lines, aligned): starting
+//!    packed into one 1 KiB *region* (16 cache lines, aligned): starting
 //!    from its root, it takes the child node under which the most keys lie,
 //!    then the next heaviest of all the children seen so far, while they
-//!    fit. A lookup entering a region loads all of it at once
+//!    fit (a node larger than a region is a cluster of its own, outside
+//!    any). A lookup entering a region loads all of it at once
 //!    ([`RawArt::get`]), so the levels of a path inside one cluster cost one
 //!    wait instead of one each. Small clusters (the bottom of the tree) share
 //!    regions, so the packing costs little memory; what a region leaves
