@@ -427,8 +427,9 @@ impl<V> FastArt<V> {
     /// lie together in 1 KiB regions that [`get`](FastArt::get) loads whole:
     /// on the Debian paths (7.3M keys) ordered iteration gets 1.7–2.4× faster
     /// and lookups 1.6–1.9×. Call it after a bulk load, as you would
-    /// `shrink_to_fit`; later changes keep working, and land outside the
-    /// regions.
+    /// `shrink_to_fit`. Inserts and removals that follow load the regions
+    /// the same way (about 1.8× faster than on the map as inserted, same
+    /// keys); the nodes they create land outside the regions.
     ///
     /// It walks the whole map twice (about four seconds per 7 million keys)
     /// and holds the old and the new copy until it returns, so it briefly

@@ -312,7 +312,8 @@ impl<V> RawArt<V> {
         }
     }
 
-    /// In a compacted tree, on a step down to node `to`: if `to` lies outside
+    /// In a compacted tree, on a step down to node `to` (in lookups, inserts
+    /// and removals): if `to` lies outside
     /// `region`, asks the CPU to load all of its region (see `compact.rs`),
     /// so that the levels of the cluster below cost one wait together.
     #[inline(always)]
@@ -396,9 +397,13 @@ impl<V> RawArt<V> {
         // arena does not move blocks, and only the node being changed is freed.
         let mut slot: *mut u8 = (&raw mut self.root).cast();
         let mut depth = 0;
+        let mut region = usize::MAX;
         loop {
             let r = read_ref(slot);
             let rest = &key[depth..];
+            if self.clustered && r != 0 && !is_leaf(r) {
+                self.enter_region(&mut region, r);
+            }
             if r == 0 {
                 // Invariant 1: only an empty tree has an empty slot.
                 let leaf = self.new_leaf(&[rest], value);
@@ -621,10 +626,14 @@ impl<V> RawArt<V> {
         // The slot of the node that holds `slot`, and the edge taken (None:
         // the terminal). None while `slot` is the root.
         let mut parent: Option<(*mut u8, Option<u8>)> = None;
+        let mut region = usize::MAX;
         loop {
             let r = read_ref(slot);
             if r == 0 {
                 return None;
+            }
+            if self.clustered && !is_leaf(r) {
+                self.enter_region(&mut region, r);
             }
             if is_leaf(r) {
                 if self.leaf_suffix(r) != &key[depth..] {
