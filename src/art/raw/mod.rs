@@ -302,9 +302,7 @@ impl<V> RawArt<V> {
         loop {
             match self.lookup_step(key, r, depth) {
                 Step::Down(child, below) => {
-                    if self.clustered && !is_leaf(child) {
-                        self.enter_region(&mut region, child);
-                    }
+                    self.enter_region(&mut region, child);
                     (r, depth) = (child, below);
                 }
                 Step::Done(value) => return value,
@@ -312,12 +310,15 @@ impl<V> RawArt<V> {
         }
     }
 
-    /// In a compacted tree, on a step down to node `to` (in lookups, inserts
-    /// and removals): if `to` lies outside
-    /// `region`, asks the CPU to load all of its region (see `compact.rs`),
-    /// so that the levels of the cluster below cost one wait together.
+    /// On a step down to `to` in a lookup, insert or removal: if the tree is
+    /// compacted and `to` is a node outside `region`, asks the CPU to load
+    /// all of its region (see `compact.rs`), so that the levels of the
+    /// cluster below cost one wait together.
     #[inline(always)]
     fn enter_region(&self, region: &mut usize, to: u32) {
+        if !self.clustered || to == 0 || is_leaf(to) {
+            return;
+        }
         let to = self.ptr(to);
         let here = to as usize / compact::REGION_BYTES;
         if here == *region {
@@ -401,9 +402,7 @@ impl<V> RawArt<V> {
         loop {
             let r = read_ref(slot);
             let rest = &key[depth..];
-            if self.clustered && r != 0 && !is_leaf(r) {
-                self.enter_region(&mut region, r);
-            }
+            self.enter_region(&mut region, r);
             if r == 0 {
                 // Invariant 1: only an empty tree has an empty slot.
                 let leaf = self.new_leaf(&[rest], value);
@@ -632,9 +631,7 @@ impl<V> RawArt<V> {
             if r == 0 {
                 return None;
             }
-            if self.clustered && !is_leaf(r) {
-                self.enter_region(&mut region, r);
-            }
+            self.enter_region(&mut region, r);
             if is_leaf(r) {
                 if self.leaf_suffix(r) != &key[depth..] {
                     return None;
