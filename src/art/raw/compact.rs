@@ -346,14 +346,15 @@ impl<V> RawArt<V> {
         left.clear();
         packer.candidates.clear();
         let mut order = 0;
-        let mut next = Some(Candidate {
+        // The root first: no weight is larger.
+        packer.candidates.push(Candidate {
             weight: u32::MAX,
             order: std::cmp::Reverse(0),
             parent: NO_PARENT,
             slot: 0,
             old: r,
         });
-        while let Some(candidate) = next.take().or_else(|| packer.candidates.pop()) {
+        while let Some(candidate) = packer.candidates.pop() {
             let node = self.node(candidate.old);
             let mut placed = Placed {
                 old: candidate.old,
