@@ -110,7 +110,9 @@ impl BlockIdx {
 ///    either inside a live block or inside a block on a free list; units
 ///    `[used, capacity)` of the last chunk are untouched.
 /// 3. Every index on `free[n]` names a free block of exactly `n` units, and its
-///    first 4 bytes hold the next index of that list (0 ends it).
+///    first 4 bytes hold the next index of that list (0 ends it). `free` is
+///    empty exactly while there are no chunks, then holds a head for every
+///    size `0..=MAX_BLOCK_UNITS`.
 /// 4. Unit 0 of chunk 0 belongs to no block.
 pub(crate) struct Arena {
     chunks: Vec<NonNull<u8>>,
@@ -118,8 +120,9 @@ pub(crate) struct Arena {
     chunk_units: Vec<u32>,
     /// Units handed out (to blocks or free lists) in the last chunk.
     used: usize,
-    /// Heads of the free lists, indexed by block size in units.
-    free: Box<[u32; MAX_BLOCK_UNITS + 1]>,
+    /// Heads of the free lists, indexed by block size in units; allocated
+    /// with the first chunk, so that an empty map allocates nothing.
+    free: Vec<u32>,
     /// Bytes of all chunks together.
     chunk_bytes: usize,
     /// Whether blocks avoid crossing cache lines (see [`Arena::line_aware`]).
@@ -146,7 +149,7 @@ impl Arena {
             chunks: Vec::new(),
             chunk_units: Vec::new(),
             used: 0,
-            free: Box::new([0; MAX_BLOCK_UNITS + 1]),
+            free: Vec::new(),
             chunk_bytes: 0,
             line_aware: false,
             planned: 0,
@@ -246,7 +249,8 @@ impl Arena {
     #[inline]
     pub(crate) fn alloc(&mut self, units: usize) -> BlockIdx {
         debug_assert!((1..=MAX_BLOCK_UNITS).contains(&units));
-        let head = self.free[units];
+        // No list yet means no chunk yet: `bump` makes the first.
+        let head = self.free.get(units).copied().unwrap_or(0);
         if head != 0 {
             let idx = BlockIdx(head);
             // SAFETY: invariant 3: `head` names a free block whose first 4 bytes
@@ -332,7 +336,9 @@ impl Arena {
     fn new_chunk(&mut self, need: usize) {
         // Whatever is left of the current chunk goes to the free lists, so no
         // unit is lost.
-        if !self.chunks.is_empty() {
+        if self.chunks.is_empty() {
+            self.free = vec![0; MAX_BLOCK_UNITS + 1];
+        } else {
             self.free_untouched(self.untouched_units());
         }
         let i = self.chunks.len();
@@ -406,7 +412,7 @@ impl Arena {
         self.chunks = Vec::new();
         self.chunk_units = Vec::new();
         self.used = 0;
-        self.free.fill(0);
+        self.free = Vec::new();
         self.chunk_bytes = 0;
     }
 
@@ -415,7 +421,7 @@ impl Arena {
         self.chunk_bytes
             + self.chunks.capacity() * size_of::<NonNull<u8>>()
             + self.chunk_units.capacity() * size_of::<u32>()
-            + size_of::<[u32; MAX_BLOCK_UNITS + 1]>()
+            + self.free.capacity() * size_of::<u32>()
     }
 
     /// Units available to blocks: all chunk units but the reserved unit 0.
