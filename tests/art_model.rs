@@ -270,6 +270,55 @@ proptest! {
     }
 }
 
+fn hash_of(value: &impl std::hash::Hash) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(value)
+}
+
+proptest! {
+    /// Comparison, hashing, indexing and the consuming iterators agree with
+    /// `BTreeMap`'s on two maps over overlapping keys.
+    #[test]
+    fn traits_and_owned_iterators_match_btreemap(
+        a in prop::collection::vec((key(), 0..3u32), 0..40),
+        b in prop::collection::vec((key(), 0..3u32), 0..40),
+        shared in 0..40usize,
+        sides in prop::collection::vec(any::<bool>(), 0..8),
+    ) {
+        // `b` starts with a copy of `a`'s first entries, so the maps often
+        // share a long common run before they differ (or are equal).
+        let b: Vec<_> = a.iter().take(shared).cloned().chain(b).collect();
+        let (model_a, model_b): (Model, Model) = (a.iter().cloned().collect(), b.iter().cloned().collect());
+        let (map_a, map_b): (FastArt<u32>, FastArt<u32>) = (a.into_iter().collect(), b.into_iter().collect());
+
+        prop_assert_eq!(map_a.cmp(&map_b), model_a.cmp(&model_b));
+        prop_assert_eq!(map_a.partial_cmp(&map_b), model_a.partial_cmp(&model_b));
+        prop_assert_eq!(map_a == map_b, model_a == model_b);
+        prop_assert_eq!(hash_of(&map_a), hash_of(&map_a.clone()));
+        if map_a == map_b {
+            prop_assert_eq!(hash_of(&map_a), hash_of(&map_b));
+        }
+        for (k, v) in &model_a {
+            prop_assert_eq!(map_a[k], *v);
+        }
+
+        prop_assert_eq!(map_b.clone().into_keys().collect::<Vec<_>>(), model_b.keys().cloned().collect::<Vec<_>>());
+        prop_assert_eq!(map_b.clone().into_values().rev().collect::<Vec<_>>(), model_b.values().rev().copied().collect::<Vec<_>>());
+        let mut it = map_b.into_iter();
+        let mut expected_len = model_b.len();
+        let got = drain_both_ends(
+            |back| {
+                assert_eq!(it.len(), expected_len);
+                let e = if back { it.next_back() } else { it.next() };
+                expected_len = expected_len.saturating_sub(1);
+                e
+            },
+            &sides,
+        );
+        prop_assert_eq!(got, model_b.into_iter().collect::<Vec<_>>());
+    }
+}
+
 /// Values this large make a map of a thousand keys bigger than the caches,
 /// where `extend` looks each batch up before inserting it.
 type Big = (u32, [u8; 16 << 10]);
@@ -411,4 +460,11 @@ fn send_and_sync_follow_the_value_type() {
     send_sync::<FastArt<Vec<u8>>>();
     send_sync::<memkv::art::Iter<'static, String>>();
     send_sync::<memkv::art::IntoIter<String>>();
+    // Like std's, the mutable iterators and entries need only `V: Send` to
+    // be sent.
+    fn send<T: Send>() {}
+    send::<memkv::art::IterMut<'static, std::cell::Cell<u8>>>();
+    send::<memkv::art::ValuesMut<'static, std::cell::Cell<u8>>>();
+    send::<memkv::art::OccupiedEntry<'static, &str, std::cell::Cell<u8>>>();
+    send_sync::<memkv::art::OccupiedEntry<'static, &str, u8>>();
 }

@@ -7,6 +7,18 @@ use crate::fmt::ByteStr;
 
 /// A view of one key's place in a [`FastArt`], vacant or occupied; see
 /// [`FastArt::entry`].
+///
+/// ```
+/// use memkv::FastArt;
+///
+/// let mut sizes: FastArt<u64> = FastArt::new();
+/// for (path, bytes) in [("usr/bin/ls", 10), ("usr/bin/cp", 5), ("usr/bin/ls", 1)] {
+///     sizes.entry(path).and_modify(|total| *total += bytes).or_insert(bytes);
+/// }
+/// assert_eq!(sizes.get("usr/bin/ls"), Some(&11));
+/// *sizes.entry("etc/passwd").or_default() += 2;
+/// assert_eq!(sizes.entry("etc/passwd").or_insert_with(|| unreachable!()), &2);
+/// ```
 pub enum Entry<'a, K: AsRef<[u8]>, V> {
     /// The key is absent.
     Vacant(VacantEntry<'a, K, V>),
@@ -29,6 +41,13 @@ pub struct OccupiedEntry<'a, K: AsRef<[u8]>, V> {
     /// the entry).
     value: *mut V,
 }
+
+// SAFETY: an `OccupiedEntry` is a `&mut FastArt<V>` and a `&mut V` into it
+// (`value`), which are `Send` when `V: Send` and `Sync` when `V: Sync`; the
+// raw pointer only keeps the compiler from deriving that.
+unsafe impl<K: AsRef<[u8]> + Send, V: Send> Send for OccupiedEntry<'_, K, V> {}
+// SAFETY: as for `Send`: through `&OccupiedEntry` only `&V` is reachable.
+unsafe impl<K: AsRef<[u8]> + Sync, V: Sync> Sync for OccupiedEntry<'_, K, V> {}
 
 impl<'a, K: AsRef<[u8]>, V> Entry<'a, K, V> {
     /// The value, inserting `default` if the key is absent.

@@ -210,6 +210,13 @@ impl<V> DoubleEndedIterator for IterMut<'_, V> {
     }
 }
 
+// SAFETY: an `IterMut` stands for `&mut RawArt<V>` (it is made from one and
+// hands each value out once), which is `Send` when `V: Send`. Through it this
+// thread reads only the tree's structure and key bytes, which nothing changes
+// while the map is borrowed; the values it handed out may be used on other
+// threads, and it never reads them again.
+unsafe impl<V: Send> Send for IterMut<'_, V> {}
+
 impl<V> ExactSizeIterator for IterMut<'_, V> {}
 impl<V> FusedIterator for IterMut<'_, V> {}
 
@@ -225,9 +232,23 @@ impl<'a, V> Keys<'a, V> {
     }
 
     /// The next key, borrowed from the iterator: no allocation.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<()> = [("a", ()), ("b", ()), ("c", ())].into_iter().collect();
+    /// let mut keys = map.keys();
+    /// assert_eq!(keys.next_key(), Some(&b"a"[..]));
+    /// assert_eq!(keys.next_back_key(), Some(&b"c"[..]));
+    /// assert_eq!(keys.len(), 1);
+    /// ```
     #[inline]
     pub fn next_key(&mut self) -> Option<&[u8]> {
         self.inner.next_entry().map(|(k, _)| k)
+    }
+
+    /// The next key from the back, borrowed from the iterator.
+    #[inline]
+    pub fn next_back_key(&mut self) -> Option<&[u8]> {
+        self.inner.next_back_entry().map(|(k, _)| k)
     }
 }
 
@@ -330,18 +351,25 @@ impl<V> FusedIterator for ValuesMut<'_, V> {}
 pub struct IntoIter<V> {
     art: RawArt<V>,
     raw: RawIter,
+    remaining: usize,
 }
 
 impl<V> IntoIter<V> {
     pub(crate) fn new(art: RawArt<V>) -> Self {
         let raw = RawIter::all(&art);
-        IntoIter { art, raw }
+        let remaining = art.len();
+        IntoIter {
+            art,
+            raw,
+            remaining,
+        }
     }
 
     /// The next entry, its key borrowed from the iterator: no allocation.
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
         let leaf = self.raw.next(&self.art)?;
+        self.remaining -= 1;
         // SAFETY: each leaf is returned once; its value is moved out here and
         // the tree is later freed without dropping values (see `Drop`).
         let value = unsafe { self.art.take_value(leaf) };
@@ -352,6 +380,7 @@ impl<V> IntoIter<V> {
     #[inline]
     pub fn next_back_entry(&mut self) -> Option<(&[u8], V)> {
         let leaf = self.raw.next_back(&self.art)?;
+        self.remaining -= 1;
         // SAFETY: as in `next_entry`.
         let value = unsafe { self.art.take_value(leaf) };
         Some((self.raw.back_key(), value))
@@ -365,6 +394,10 @@ impl<V> Iterator for IntoIter<V> {
     fn next(&mut self) -> Option<Self::Item> {
         self.next_entry().map(|(k, v)| (k.to_vec(), v))
     }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
 }
 
 impl<V> DoubleEndedIterator for IntoIter<V> {
@@ -373,7 +406,85 @@ impl<V> DoubleEndedIterator for IntoIter<V> {
     }
 }
 
+impl<V> ExactSizeIterator for IntoIter<V> {}
 impl<V> FusedIterator for IntoIter<V> {}
+
+/// The keys in order, the map consumed; see
+/// [`FastArt::into_keys`](super::FastArt::into_keys).
+#[derive(Debug)]
+pub struct IntoKeys<V> {
+    inner: IntoIter<V>,
+}
+
+impl<V> IntoKeys<V> {
+    pub(crate) fn new(inner: IntoIter<V>) -> Self {
+        IntoKeys { inner }
+    }
+
+    /// The next key, borrowed from the iterator: no allocation.
+    #[inline]
+    pub fn next_key(&mut self) -> Option<&[u8]> {
+        self.inner.next_entry().map(|(k, _)| k)
+    }
+}
+
+impl<V> Iterator for IntoKeys<V> {
+    type Item = Vec<u8>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Vec<u8>> {
+        self.inner.next().map(|(k, _)| k)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<V> DoubleEndedIterator for IntoKeys<V> {
+    fn next_back(&mut self) -> Option<Vec<u8>> {
+        self.inner.next_back().map(|(k, _)| k)
+    }
+}
+
+impl<V> ExactSizeIterator for IntoKeys<V> {}
+impl<V> FusedIterator for IntoKeys<V> {}
+
+/// The values in key order, the map consumed; see
+/// [`FastArt::into_values`](super::FastArt::into_values). Allocates nothing
+/// per entry.
+#[derive(Debug)]
+pub struct IntoValues<V> {
+    inner: IntoIter<V>,
+}
+
+impl<V> IntoValues<V> {
+    pub(crate) fn new(inner: IntoIter<V>) -> Self {
+        IntoValues { inner }
+    }
+}
+
+impl<V> Iterator for IntoValues<V> {
+    type Item = V;
+
+    #[inline]
+    fn next(&mut self) -> Option<V> {
+        self.inner.next_entry().map(|(_, v)| v)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<V> DoubleEndedIterator for IntoValues<V> {
+    fn next_back(&mut self) -> Option<V> {
+        self.inner.next_back_entry().map(|(_, v)| v)
+    }
+}
+
+impl<V> ExactSizeIterator for IntoValues<V> {}
+impl<V> FusedIterator for IntoValues<V> {}
 
 impl<V> Drop for IntoIter<V> {
     fn drop(&mut self) {

@@ -20,15 +20,16 @@
 //! # Limits
 //! The arena addresses 16 GiB of nodes and leaves (about 400 million Debian
 //! paths). [`FastArt::insert`] panics past that, like `Vec` past its
-//! capacity; [`FastArt::try_insert`] returns [`Error::CapacityExceeded`]
-//! instead. Failing system allocations abort, as in the standard collections.
+//! capacity; [`FastArt::try_insert`] returns an [`InsertError`] instead,
+//! holding [`Error::CapacityExceeded`] and the value. Failing system allocations abort, as in the standard collections.
 //!
 //! # Iteration without allocation
 //! Keys are not stored whole, so iterators assemble each key in a buffer they
 //! reuse. The standard [`Iterator`] impls yield an owned `Vec<u8>` per entry
-//! (one allocation each); for the fast path every iterator also has a lending
-//! method, `next_entry`, that returns the key as a slice borrowed from the
-//! iterator and allocates nothing:
+//! (one allocation each); for the fast path the iterators over entries also
+//! have lending methods, `next_entry` and `next_back_entry`, that return the
+//! key as a slice borrowed from the iterator and allocate nothing ([`Keys`]
+//! and [`IntoKeys`] have `next_key`):
 //!
 //! ```
 //! use memkv::FastArt;
@@ -44,8 +45,10 @@ mod entry;
 mod iter;
 pub(crate) mod raw;
 
+use std::cmp::Ordering;
 use std::fmt;
-use std::ops::RangeBounds;
+use std::hash::{Hash, Hasher};
+use std::ops::{Index, RangeBounds};
 
 use crate::Error;
 use crate::fmt::ByteStr;
@@ -53,7 +56,9 @@ use crate::keys::owned_bound;
 use crate::lanes::LANES;
 
 pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
-pub use self::iter::{IntoIter, Iter, IterMut, Keys, Range, Values, ValuesMut};
+pub use self::iter::{
+    IntoIter, IntoKeys, IntoValues, Iter, IterMut, Keys, Range, Values, ValuesMut,
+};
 
 use self::raw::{RawArt, RawIter};
 
@@ -229,13 +234,26 @@ impl<V> FastArt<V> {
         }
     }
 
-    /// The key-value pair stored under `key` (the key as given).
+    /// The key-value pair stored under `key`. The key comes back as given:
+    /// the map does not store keys whole, so it has no key of its own to
+    /// lend.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// assert_eq!(map.get_key_value("a"), Some(("a", &1)));
+    /// ```
     pub fn get_key_value<K: AsRef<[u8]>>(&self, key: K) -> Option<(K, &V)> {
         let value = self.get(key.as_ref())?;
         Some((key, value))
     }
 
     /// A mutable reference to the value stored under `key`.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<Vec<u8>> = [("a", vec![1])].into_iter().collect();
+    /// map.get_mut("a").unwrap().push(2);
+    /// assert_eq!(map["a"], [1, 2]);
+    /// ```
     #[inline]
     pub fn get_mut(&mut self, key: impl AsRef<[u8]>) -> Option<&mut V> {
         // SAFETY: a live value; `&mut self` makes the reference exclusive.
@@ -292,12 +310,29 @@ impl<V> FastArt<V> {
     }
 
     /// Removes `key`; returns the key (as given) and its value.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// assert_eq!(map.remove_entry(b"a".to_vec()), Some((b"a".to_vec(), 1)));
+    /// assert!(map.is_empty());
+    /// ```
     pub fn remove_entry<K: AsRef<[u8]>>(&mut self, key: K) -> Option<(K, V)> {
         let value = self.remove(key.as_ref())?;
         Some((key, value))
     }
 
-    /// Keeps only the entries for which `keep` returns true.
+    /// Keeps only the entries for which `keep` returns true. `keep` sees
+    /// each entry once, in key order, and may change its value.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u32> = (0..10u32).map(|i| (i.to_string(), i)).collect();
+    /// map.retain(|key, value| {
+    ///     *value *= 10;
+    ///     key != b"3"
+    /// });
+    /// assert_eq!(map.len(), 9);
+    /// assert_eq!(map.get("4"), Some(&40));
+    /// ```
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &mut V) -> bool) {
         let mut doomed = Vec::new();
         let mut it = self.iter_mut();
@@ -334,6 +369,14 @@ impl<V> FastArt<V> {
     }
 
     /// All entries in key order, values mutable.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u32> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// for (key, value) in map.iter_mut() {
+    ///     *value += key.len() as u32;
+    /// }
+    /// assert_eq!(map.values().copied().collect::<Vec<_>>(), [2, 3]);
+    /// ```
     pub fn iter_mut(&mut self) -> IterMut<'_, V> {
         let raw = RawIter::all(&self.raw);
         IterMut::new(&mut self.raw, raw)
@@ -350,8 +393,34 @@ impl<V> FastArt<V> {
     }
 
     /// All values in key order, mutable.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u32> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// map.values_mut().for_each(|value| *value *= 3);
+    /// assert_eq!(map["b"], 6);
+    /// ```
     pub fn values_mut(&mut self) -> ValuesMut<'_, V> {
         ValuesMut::new(self.iter_mut())
+    }
+
+    /// The keys in order, consuming the map.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("b", 2), ("a", 1)].into_iter().collect();
+    /// assert_eq!(map.into_keys().collect::<Vec<_>>(), [b"a".to_vec(), b"b".to_vec()]);
+    /// ```
+    pub fn into_keys(self) -> IntoKeys<V> {
+        IntoKeys::new(self.into_iter())
+    }
+
+    /// The values in key order, consuming the map.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<String> = [("b", "two".into()), ("a", "one".into())].into_iter().collect();
+    /// assert_eq!(map.into_values().collect::<Vec<_>>(), ["one", "two"]);
+    /// ```
+    pub fn into_values(self) -> IntoValues<V> {
+        IntoValues::new(self.into_iter())
     }
 
     /// The entries whose keys lie in `range`, in key order.
@@ -393,17 +462,32 @@ impl<V> FastArt<V> {
         Range::new(&self.raw, raw)
     }
 
-    /// The first entry in key order.
+    /// The first entry in key order. The key is assembled into a new
+    /// `Vec` (keys are not stored whole).
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("b", 2), ("a", 1), ("c", 3)].into_iter().collect();
+    /// assert_eq!(map.first_key_value(), Some((b"a".to_vec(), &1)));
+    /// assert_eq!(map.last_key_value(), Some((b"c".to_vec(), &3)));
+    /// ```
     pub fn first_key_value(&self) -> Option<(Vec<u8>, &V)> {
         self.iter().next()
     }
 
-    /// The last entry in key order.
+    /// The last entry in key order; see
+    /// [`first_key_value`](Self::first_key_value).
     pub fn last_key_value(&self) -> Option<(Vec<u8>, &V)> {
         self.iter().next_back()
     }
 
     /// Removes and returns the first entry in key order.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("b", 2), ("a", 1)].into_iter().collect();
+    /// assert_eq!(map.pop_first(), Some((b"a".to_vec(), 1)));
+    /// assert_eq!(map.pop_last(), Some((b"b".to_vec(), 2)));
+    /// assert_eq!(map.pop_last(), None);
+    /// ```
     pub fn pop_first(&mut self) -> Option<(Vec<u8>, V)> {
         let key = self.iter().next()?.0;
         let value = self.remove(&key)?;
@@ -429,7 +513,7 @@ impl<V> FastArt<V> {
     /// key order, and the nodes a lookup is most likely to walk through next
     /// lie together in 1 KiB regions that [`get`](FastArt::get) loads whole:
     /// on the Debian paths (7.3M keys) ordered iteration gets 1.7–2.4× faster
-    /// and lookups 1.6–1.9×. Call it after a bulk load, as you would
+    /// and lookups 1.7–1.9×. Call it after a bulk load, as you would
     /// `shrink_to_fit`. Inserts and removals that follow load the regions
     /// the same way (about 1.8× faster than on the map as inserted, same
     /// keys); the nodes they create land outside the regions.
@@ -457,11 +541,26 @@ impl<V> FastArt<V> {
     /// `FastArt` struct itself. Arena chunks are large allocations, so the
     /// allocator adds no rounding to them; out-of-line parts (rare: only
     /// strings over 254 bytes) may be rounded up by the allocator.
+    ///
+    /// ```
+    /// let mut map = memkv::FastArt::new();
+    /// assert_eq!(map.memory_usage(), 0);
+    /// map.insert("usr/share/doc/memkv/README", 1u64);
+    /// assert!(map.memory_usage() > 0);
+    /// map.clear();
+    /// assert_eq!(map.memory_usage(), 0);
+    /// ```
     pub fn memory_usage(&self) -> usize {
         self.raw.memory_usage()
     }
 
     /// Node counts and byte totals by kind, walking the whole tree.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u64> = [("ab", 1), ("ac", 2), ("b", 3)].into_iter().collect();
+    /// let stats = map.stats();
+    /// assert_eq!((stats.len, stats.node4, stats.max_depth), (3, 2, 2));
+    /// ```
     pub fn stats(&self) -> ArtStats {
         let s = self.raw.stats();
         ArtStats {
@@ -530,6 +629,81 @@ impl<V: PartialEq> PartialEq for FastArt<V> {
 }
 
 impl<V: Eq> Eq for FastArt<V> {}
+
+/// Maps compare as the sequences of their entries in key order, as
+/// `BTreeMap`s do.
+impl<V: PartialOrd> PartialOrd for FastArt<V> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        let (mut a, mut b) = (self.iter(), other.iter());
+        loop {
+            match (a.next_entry(), b.next_entry()) {
+                (None, None) => return Some(Ordering::Equal),
+                (None, Some(_)) => return Some(Ordering::Less),
+                (Some(_), None) => return Some(Ordering::Greater),
+                (Some(x), Some(y)) => match x.partial_cmp(&y) {
+                    Some(Ordering::Equal) => {}
+                    unequal => return unequal,
+                },
+            }
+        }
+    }
+}
+
+impl<V: Ord> Ord for FastArt<V> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let (mut a, mut b) = (self.iter(), other.iter());
+        loop {
+            match (a.next_entry(), b.next_entry()) {
+                (None, None) => return Ordering::Equal,
+                (None, Some(_)) => return Ordering::Less,
+                (Some(_), None) => return Ordering::Greater,
+                (Some(x), Some(y)) => match x.cmp(&y) {
+                    Ordering::Equal => {}
+                    unequal => return unequal,
+                },
+            }
+        }
+    }
+}
+
+/// Hashes the length, then every key and value in key order (equal maps
+/// hash alike, as `Eq` requires).
+impl<V: Hash> Hash for FastArt<V> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_usize(self.len());
+        let mut it = self.iter();
+        while let Some(entry) = it.next_entry() {
+            entry.hash(state);
+        }
+    }
+}
+
+/// `map[key]`: the value stored under `key`.
+///
+/// # Panics
+/// If `key` is not in the map.
+///
+/// ```
+/// let map: memkv::FastArt<u8> = [("a", 1)].into_iter().collect();
+/// assert_eq!(map["a"], 1);
+/// ```
+impl<K: AsRef<[u8]>, V> Index<K> for FastArt<V> {
+    type Output = V;
+
+    fn index(&self, key: K) -> &V {
+        self.get(key).expect("key not in the FastArt")
+    }
+}
+
+/// ```
+/// let map = memkv::FastArt::from([("a", 1), ("b", 2)]);
+/// assert_eq!(map.len(), 2);
+/// ```
+impl<K: AsRef<[u8]>, V, const N: usize> From<[(K, V); N]> for FastArt<V> {
+    fn from(entries: [(K, V); N]) -> Self {
+        entries.into_iter().collect()
+    }
+}
 
 impl<K: AsRef<[u8]>, V> FromIterator<(K, V)> for FastArt<V> {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
