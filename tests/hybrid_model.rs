@@ -120,6 +120,7 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
             Op::Get(k) => {
                 prop_assert_eq!(map.get(&k), model.get(&k).copied());
                 prop_assert_eq!(map.contains_key(&k), model.contains_key(&k));
+                prop_assert_eq!(map.get_key_value(&k), model.get(&k).map(|v| (&k, *v)));
             }
             Op::GetMany(keys, present) => {
                 let keys = common::with_stored_keys(&keys, &present, &model);
@@ -137,7 +138,13 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                             .map(move |(k, v)| (k.clone(), v.wrapping_add(r)))
                     })
                     .collect();
-                map.extend(all.iter().map(|(k, v)| (k, *v)));
+                if repeats % 2 == 0 {
+                    map.extend(all.iter().map(|(k, v)| (k, *v)));
+                } else {
+                    // The shared-reference `Extend`, as threads use it.
+                    let mut shared = &map;
+                    shared.extend(all.iter().map(|(k, v)| (k, *v)));
+                }
                 model.extend(all);
             }
             Op::Range(start, end, ends, (key, value)) => {
@@ -187,6 +194,10 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                     got.push((k.to_vec(), v));
                 }
                 prop_assert!(got.iter().eq(want.iter().rev()));
+                prop_assert!(map.keys().eq(model.keys().cloned()));
+                prop_assert!(map.keys().rev().eq(model.keys().rev().cloned()));
+                prop_assert!(map.values().eq(model.values().copied()));
+                prop_assert!(map.values().rev().eq(model.values().rev().copied()));
             }
             Op::Edges => {
                 let first = model.first_key_value().map(|(k, v)| (k.clone(), *v));
@@ -219,8 +230,11 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
     let want: Vec<_> = model.into_iter().collect();
     prop_assert_eq!(&got, &want);
     map.freeze().unwrap();
-    prop_assert_eq!(map.iter().collect::<Vec<_>>(), want);
-    prop_assert_eq!(map.stats().failed_merges, 0);
+    let stats = map.stats();
+    prop_assert_eq!(stats.failed_merges, 0);
+    prop_assert_eq!(stats.last_merge_at.is_some(), stats.merges > 0);
+    // The owned iterator outlives the map it came from.
+    prop_assert_eq!(map.into_iter().collect::<Vec<_>>(), want);
     Ok(())
 }
 

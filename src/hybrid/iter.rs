@@ -519,6 +519,74 @@ impl<V: FrozenValue + Clone> DoubleEndedIterator for Iter<V> {
 
 impl<V: FrozenValue + Clone> FusedIterator for Iter<V> {}
 
+/// The keys of a [`HybridMap`](super::HybridMap) in order, a snapshot; see
+/// [`keys`](super::HybridMap::keys). Decodes no values.
+#[derive(Debug)]
+pub struct Keys<V: FrozenValue> {
+    inner: Iter<V>,
+}
+
+impl<V: FrozenValue + Clone> Keys<V> {
+    pub(crate) fn new(inner: Iter<V>) -> Self {
+        Keys { inner }
+    }
+
+    /// The next key, borrowed from the iterator (valid until the next
+    /// call).
+    pub fn next_key(&mut self) -> Option<&[u8]> {
+        self.inner.next_entry().map(|(key, _)| key)
+    }
+}
+
+impl<V: FrozenValue + Clone> Iterator for Keys<V> {
+    type Item = Vec<u8>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Vec<u8>> {
+        self.next_key().map(<[u8]>::to_vec)
+    }
+}
+
+impl<V: FrozenValue + Clone> DoubleEndedIterator for Keys<V> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Vec<u8>> {
+        self.inner.next_back_entry().map(|(key, _)| key.to_vec())
+    }
+}
+
+impl<V: FrozenValue + Clone> FusedIterator for Keys<V> {}
+
+/// The values of a [`HybridMap`](super::HybridMap) in key order, a
+/// snapshot; see [`values`](super::HybridMap::values). Copies no keys out.
+#[derive(Debug)]
+pub struct Values<V: FrozenValue> {
+    inner: Iter<V>,
+}
+
+impl<V: FrozenValue + Clone> Values<V> {
+    pub(crate) fn new(inner: Iter<V>) -> Self {
+        Values { inner }
+    }
+}
+
+impl<V: FrozenValue + Clone> Iterator for Values<V> {
+    type Item = V;
+
+    #[inline]
+    fn next(&mut self) -> Option<V> {
+        self.inner.next_entry().map(|(_, value)| value)
+    }
+}
+
+impl<V: FrozenValue + Clone> DoubleEndedIterator for Values<V> {
+    #[inline]
+    fn next_back(&mut self) -> Option<V> {
+        self.inner.next_back_entry().map(|(_, value)| value)
+    }
+}
+
+impl<V: FrozenValue + Clone> FusedIterator for Values<V> {}
+
 impl<V: FrozenValue> fmt::Debug for Iter<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Iter")

@@ -226,14 +226,14 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 
 use self::base::{Base, Part};
 use self::filter::key_hash;
 use self::iter::Batch;
-pub use self::iter::Iter;
+pub use self::iter::{Iter, Keys, Values};
 use self::layers::{Delta, Layers};
 use self::merge::Outcome;
 pub use self::policy::HybridConfig;
@@ -298,6 +298,7 @@ struct MergeRecord {
     merges: u64,
     failed: u64,
     last_duration: Option<Duration>,
+    last_at: Option<SystemTime>,
     last_keys: usize,
     last_error: Option<String>,
 }
@@ -338,6 +339,8 @@ pub struct HybridStats {
     pub failed_merges: u64,
     /// How long the last completed merge took to build the new base.
     pub last_merge_duration: Option<Duration>,
+    /// When the last completed merge put its base in place.
+    pub last_merge_at: Option<SystemTime>,
     /// Keys in the base the last completed merge built.
     pub last_merge_keys: usize,
     /// Why the last failed merge failed (cleared by a successful one).
@@ -503,6 +506,7 @@ impl<V: FrozenValue + Clone> Inner<V> {
             Outcome::Built(duration) => {
                 record.merges += 1;
                 record.last_duration = Some(duration);
+                record.last_at = Some(SystemTime::now());
                 record.last_keys = keys;
                 record.last_error = None;
                 drop(record);
@@ -702,10 +706,32 @@ where
         layers.contains_key(key, hash)
     }
 
+    /// The key-value pair stored under `key`. The key comes back as given
+    /// (the base keeps no key whole to lend), the value cloned or decoded.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u8> = [("a", 1)].into_iter().collect();
+    /// assert_eq!(map.get_key_value("a"), Some(("a", 1)));
+    /// assert_eq!(map.get_key_value("b"), None);
+    /// ```
+    pub fn get_key_value<K: AsRef<[u8]>>(&self, key: K) -> Option<(K, V)> {
+        let value = self.get(key.as_ref())?;
+        Some((key, value))
+    }
+
     /// Inserts a value; returns the value `key` had before, if any.
     ///
     /// The write goes to the fresh delta. Finding the old value may take a
     /// lookup in the base (done before the write lock is taken).
+    ///
+    /// ```
+    /// let map = memkv::HybridMap::new();
+    /// assert_eq!(map.insert("usr/bin/ls", 1u32), None);
+    /// map.freeze()?; // now in the base
+    /// assert_eq!(map.insert("usr/bin/ls", 2), Some(1));
+    /// assert_eq!(map.get("usr/bin/ls"), Some(2));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn insert(&self, key: impl AsRef<[u8]>, value: V) -> Option<V> {
         let key = key.as_ref();
         self.insert_locked(key, value, self.inner.lock_for_write(key))
@@ -754,6 +780,15 @@ where
     /// If an older layer (the base, or a delta being merged) holds the key,
     /// this writes a tombstone to the fresh delta; otherwise it removes the
     /// key from the fresh delta outright.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u32> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// map.freeze()?;
+    /// assert_eq!(map.remove("a"), Some(1)); // a tombstone hides the base's entry
+    /// assert_eq!(map.remove("a"), None);
+    /// assert_eq!((map.len(), map.stats().delta_tombstones), (1, 1));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn remove(&self, key: impl AsRef<[u8]>) -> Option<V> {
         let key = key.as_ref();
         let WriteLock {
@@ -783,6 +818,14 @@ where
     }
 
     /// Removes every key. Waits for a running merge to end first.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u32> = [("a", 1)].into_iter().collect();
+    /// map.freeze()?;
+    /// map.clear();
+    /// assert!(map.is_empty() && map.get("a").is_none());
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn clear(&self) {
         let _merging = self.inner.lock_merges();
         let mut fresh = self.inner.write_fresh();
@@ -800,8 +843,38 @@ where
     }
 
     /// All entries in key order: a snapshot (see [`Iter`]).
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u32> = [("b", 2), ("a", 1)].into_iter().collect();
+    /// map.freeze()?;
+    /// map.insert("c", 3);
+    /// let entries: Vec<_> = map.iter().collect();
+    /// map.insert("d", 4); // not in the snapshot above
+    /// assert_eq!(entries, [(b"a".to_vec(), 1), (b"b".to_vec(), 2), (b"c".to_vec(), 3)]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn iter(&self) -> Iter<V> {
         self.iter_bounds(Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// All keys in order: a snapshot, as [`iter`](Self::iter).
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u32> = [("b", 2), ("a", 1)].into_iter().collect();
+    /// assert_eq!(map.keys().collect::<Vec<_>>(), [b"a".to_vec(), b"b".to_vec()]);
+    /// ```
+    pub fn keys(&self) -> Keys<V> {
+        Keys::new(self.iter())
+    }
+
+    /// All values in key order: a snapshot, as [`iter`](Self::iter).
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u32> = [("b", 2), ("a", 1)].into_iter().collect();
+    /// assert_eq!(map.values().collect::<Vec<_>>(), [1, 2]);
+    /// ```
+    pub fn values(&self) -> Values<V> {
+        Values::new(self.iter())
     }
 
     /// The entries whose keys lie in `range`, in key order: a snapshot. An
@@ -825,6 +898,11 @@ where
     }
 
     /// The entries whose keys start with `prefix`, in key order: a snapshot.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u8> = [("ab", 1), ("abc", 2), ("b", 3)].into_iter().collect();
+    /// assert_eq!(map.prefix("ab").count(), 2);
+    /// ```
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Iter<V> {
         let prefix = prefix.as_ref();
         let end = match prefix_successor(prefix) {
@@ -851,8 +929,8 @@ where
         self.edge(Edge::First)
     }
 
-    /// The last entry in key order (found without iterating: see
-    /// [`Iter`]'s note on direction).
+    /// The last entry in key order, found by looking at the end of each
+    /// layer (no iterator is built).
     ///
     /// ```
     /// let map: memkv::HybridMap<u8> = [("a", 1), ("b", 2)].into_iter().collect();
@@ -920,6 +998,15 @@ where
     ///
     /// Reads and writes from other threads go on meanwhile; writes made
     /// after the merge began stay in the (new) fresh delta.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u64> = (0..1000u64).map(|i| (format!("k{i}"), i)).collect();
+    /// map.freeze()?;
+    /// let stats = map.stats();
+    /// assert_eq!((stats.base_keys, stats.delta_entries), (1000, 0));
+    /// assert!(stats.last_merge_at.is_some());
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     ///
     /// # Errors
     /// The builder's error ([`FrozenLayerBuilder`]), e.g. an I/O error.
@@ -1025,6 +1112,7 @@ where
             merges: record.merges,
             failed_merges: record.failed,
             last_merge_duration: record.last_duration,
+            last_merge_at: record.last_at,
             last_merge_keys: record.last_keys,
             last_error: record.last_error.clone(),
         }
@@ -1127,6 +1215,28 @@ where
     /// its own write lock, so readers wait no longer than for one `insert`.
     /// If the iterator or a replaced value's `Drop` panics, the entries taken
     /// but not yet inserted are dropped; every entry inserted before stays.
+    ///
+    /// A map shared between threads takes the same batched writes through
+    /// `&HybridMap` (which implements `Extend` too):
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let map = Arc::new(memkv::HybridMap::<u32>::new());
+    /// (&*map).extend([("a", 1), ("b", 2)]);
+    /// assert_eq!(map.len(), 2);
+    /// ```
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, entries: I) {
+        (&*self).extend(entries);
+    }
+}
+
+impl<K, V> Extend<(K, V)> for &HybridMap<V>
+where
+    K: AsRef<[u8]>,
+    V: FrozenValue + Clone + Send + Sync + 'static,
+{
+    /// As [`HybridMap`]'s `extend`; every write takes `&self`.
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, entries: I) {
         let mut entries = entries.into_iter();
         let mut batch = Vec::with_capacity(EXTEND_BATCH);
@@ -1147,6 +1257,20 @@ where
     type Item = (Vec<u8>, V);
     type IntoIter = Iter<V>;
 
+    fn into_iter(self) -> Iter<V> {
+        self.iter()
+    }
+}
+
+impl<V> IntoIterator for HybridMap<V>
+where
+    V: FrozenValue + Clone + Send + Sync + 'static,
+{
+    type Item = (Vec<u8>, V);
+    type IntoIter = Iter<V>;
+
+    /// The entries in key order. The iterator holds the layers it reads,
+    /// so the map can go.
     fn into_iter(self) -> Iter<V> {
         self.iter()
     }
