@@ -504,8 +504,8 @@ impl<V> FastArt<V> {
     /// Re-lays the map out in memory for reading, and frees the space that
     /// removals and node growth left unused (the regions below leave a
     /// little room of their own: on the Debian paths the map went from 35.3
-    /// to 35.7 bytes per key, and a map of a hundred keys may grow by a few
-    /// KB).
+    /// to 35.7 bytes per key; a map small enough for the CPU caches is
+    /// copied without them and only shrinks).
     ///
     /// Keys inserted in random order end up scattered over memory, so a
     /// lookup touches a new cache line at nearly every level and an ordered

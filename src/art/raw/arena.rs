@@ -178,9 +178,10 @@ impl Arena {
     /// are sized to hold them (full chunks, then the rest) instead of growing
     /// by eighths and leaving a tail unused.
     pub(crate) fn plan(&mut self, units: usize) {
-        // Each chunk may end in a tail too short for the block that follows.
+        // Each chunk may end in a tail too short for the block that follows
+        // (a small plan, whose tails are short, gets a share of itself).
         let chunks = units / CHUNK_UNITS + 8;
-        self.planned = units + chunks * LINE_UNITS * 4;
+        self.planned = units + (chunks * LINE_UNITS * 4).min(units / 8);
         self.growth_divisor = 64;
     }
 
