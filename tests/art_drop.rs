@@ -122,14 +122,15 @@ fn panicking_drop_leaks_nothing_and_drops_the_others() {
         ledger.panic_on.set(Some(123));
         let result = catch_unwind(AssertUnwindSafe(|| match how {
             "drop" => drop(map),
-            "clear" => {
-                map.clear();
-                // Still usable afterwards: the panic happened mid-clear.
-                unreachable!("clear must propagate the panic")
-            }
+            "clear" => map.clear(),
             _ => drop(map.into_iter()),
         }));
-        assert!(result.is_err(), "{how}: the panic propagates");
+        let payload = result.expect_err("the panic propagates");
+        assert_eq!(
+            payload.downcast_ref::<String>().map(String::as_str),
+            Some("value 123 panics in drop"),
+            "{how}: the value's own panic"
+        );
         assert_eq!(
             ledger.dropped.get(),
             300,
@@ -187,6 +188,40 @@ fn map_is_empty_and_usable_after_a_panicking_clear() {
     assert_eq!(map.len(), 1);
     drop(map);
     assert_eq!(ledger.live(), 0);
+}
+
+/// `retain` runs user code twice over: the predicate, and the drops of the
+/// values it removes. A panic in either leaves a valid map, every value
+/// dropped once.
+#[test]
+fn panicking_retain_leaks_nothing() {
+    let ledger = Rc::new(Ledger::default());
+    let mut map: FastArt<_> = (0..300).map(|i| (key(i), tracked(&ledger, i))).collect();
+    // The predicate panics part-way: nothing is removed yet.
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        map.retain(|_, value| {
+            assert!(value.id != 150, "keep panics");
+            value.id % 2 == 0
+        })
+    }));
+    assert!(result.is_err());
+    map.check_invariants().unwrap();
+    assert_eq!((map.len(), ledger.live()), (300, 300));
+    // A removed value's drop panics: the map stays valid and usable.
+    ledger.panic_on.set(Some(151));
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        map.retain(|_, value| value.id % 2 == 0)
+    }));
+    assert!(result.is_err());
+    map.check_invariants().unwrap();
+    assert_eq!(ledger.live(), map.len());
+    assert!((150..300).contains(&map.len()) && !map.values().any(|value| value.id == 151));
+    ledger.panic_on.set(None);
+    map.retain(|_, value| value.id % 2 == 0);
+    assert_eq!(map.len(), 150);
+    drop(map);
+    assert_eq!(ledger.live(), 0);
+    assert_eq!(ledger.dropped.get(), 300);
 }
 
 #[test]
