@@ -77,8 +77,11 @@ fn check_reads<R: MemtableRead>(mem: &R, model: &Model, universe: &[Vec<u8>], ex
     let bounds = |k: &[u8]| [Bound::Included(k.to_vec()), Bound::Excluded(k.to_vec())];
     let mut all: Vec<Bound<Vec<u8>>> = universe.iter().flat_map(|k| bounds(k)).collect();
     all.push(Bound::Unbounded);
-    for lo in &all {
-        for hi in all.iter().step_by(3) {
+    // Every pair for a few keys; for many (a wide fan-out), a sample that
+    // still starts and ends everywhere.
+    let (lo_step, hi_step) = (all.len().div_ceil(40), all.len().div_ceil(12).max(3));
+    for lo in all.iter().step_by(lo_step) {
+        for hi in all.iter().skip(lo_step / 2).step_by(hi_step) {
             for snap in [snapshots[snapshots.len() / 2], MAX_SEQNO] {
                 let (lo, hi) = (
                     lo.as_ref().map(Vec::as_slice),
@@ -113,41 +116,125 @@ impl Op {
     }
 }
 
-/// Keys from a four-letter alphabet with the bytes that break naive
-/// encodings (0x00, 0x01, 0xFF), so keys are often prefixes of each other.
+/// Keys that stress a radix tree (as `tests/art_model.rs`'s do): prefix
+/// chains, the empty key, 0x00 and 0xFF, long shared prefixes around the
+/// tree's 254-byte inline limit, and wide fan-out under one prefix.
 fn key_strategy() -> impl Strategy<Value = Vec<u8>> {
-    prop::collection::vec(prop::sample::select(vec![0x00u8, 0x01, b'a', 0xFF]), 0..4)
+    prop_oneof![
+        // A tiny alphabet with the bytes that break naive encodings (0x00,
+        // 0x01, 0xFF): keys that are prefixes of each other, the empty key.
+        4 => prop::collection::vec(
+            prop::sample::select(vec![0x00u8, 0x01, b'a', b'b', 0xFE, 0xFF]),
+            0..5,
+        ),
+        // Long shared prefixes around 254 bytes, themselves keys or extended.
+        2 => (
+            prop::sample::select(vec![11usize, 253, 254, 255, 300]),
+            prop::collection::vec(prop::sample::select(vec![b'x', 0x00, 0xFF]), 0..3),
+        )
+            .prop_map(|(n, tail)| {
+                let mut k = vec![b'p'; n];
+                k.extend(tail);
+                k
+            }),
+        // Wide fan-out under one prefix.
+        2 => any::<u8>().prop_map(|b| vec![b'w', b'/', b]),
+        1 => any::<u8>().prop_map(|b| vec![b'w', b'/', b, b'!']),
+        // Anything.
+        1 => prop::collection::vec(any::<u8>(), 0..24),
+    ]
 }
 
-fn op_strategy() -> impl Strategy<Value = Op> {
+/// An op's key: mostly one of a small pool drawn per case, so that the
+/// versions and tombstones of a key pile up and interact; sometimes a fresh
+/// one.
+#[derive(Clone, Debug)]
+enum KeyPick {
+    Pool(prop::sample::Index),
+    Fresh(Vec<u8>),
+}
+
+fn op_strategy() -> impl Strategy<Value = (KeyPick, u64, ValueKind, Vec<u8>)> {
     (
-        key_strategy(),
-        prop_oneof![0..12u64, Just(MAX_SEQNO)],
-        prop_oneof![3 => Just(ValueKind::Value), 1 => Just(ValueKind::Tombstone)],
-        prop::collection::vec(any::<u8>(), 0..6),
+        prop_oneof![
+            3 => any::<prop::sample::Index>().prop_map(KeyPick::Pool),
+            1 => key_strategy().prop_map(KeyPick::Fresh),
+        ],
+        // Few distinct sequence numbers, so that internal keys repeat
+        // (replacing an entry) and versions arrive out of order; and the
+        // largest ones.
+        prop_oneof![6 => 0..12u64, 1 => MAX_SEQNO - 2..=MAX_SEQNO],
+        prop_oneof![2 => Just(ValueKind::Value), 1 => Just(ValueKind::Tombstone)],
+        // Values around 128 bytes, where their length takes a second byte.
+        prop_oneof![
+            5 => prop::collection::vec(any::<u8>(), 0..6),
+            1 => prop::collection::vec(any::<u8>(), 120..136),
+        ],
     )
-        .prop_map(|(key, seqno, kind, value)| Op {
-            key,
-            seqno,
-            kind,
-            value,
+}
+
+/// A random case: the ops, keys read but never written, and how the ops are
+/// inserted.
+#[derive(Clone, Debug)]
+struct Case {
+    ops: Vec<Op>,
+    extra: Vec<Vec<u8>>,
+    /// 0 inserts one by one, otherwise in write batches of that many entries
+    /// (more than the 16 ArtMemtable looks up at once).
+    batch: usize,
+}
+
+fn case_strategy() -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec(key_strategy(), 1..8),
+        prop::collection::vec(op_strategy(), 0..64),
+        // Sometimes 17 to 80 keys `w/<byte>` (a node of 48 or 256 children),
+        // inserted among the ops.
+        prop_oneof![
+            3 => Just(Vec::new()),
+            1 => prop::collection::btree_set(any::<u8>(), 17..80)
+                .prop_map(|s| s.into_iter().collect::<Vec<u8>>()),
+        ],
+        any::<prop::sample::Index>(),
+        prop::collection::vec(key_strategy(), 0..4),
+        prop_oneof![Just(0usize), 1..24usize],
+    )
+        .prop_map(|(pool, picks, wide, at, extra, batch)| {
+            let mut ops: Vec<Op> = (picks.into_iter())
+                .map(|(pick, seqno, kind, value)| Op {
+                    key: match pick {
+                        KeyPick::Pool(i) => i.get(&pool).clone(),
+                        KeyPick::Fresh(k) => k,
+                    },
+                    seqno,
+                    kind,
+                    value,
+                })
+                .collect();
+            let at = at.index(ops.len() + 1);
+            let wide = wide.into_iter().map(|b| Op {
+                key: vec![b'w', b'/', b],
+                seqno: u64::from(b % 12),
+                kind: if b % 5 == 0 {
+                    ValueKind::Tombstone
+                } else {
+                    ValueKind::Value
+                },
+                value: vec![b],
+            });
+            ops.splice(at..at, wide);
+            Case { ops, extra, batch }
         })
 }
 
 fn check_model<M: Memtable>() {
+    // At most 96 cases, fewer if PROPTEST_CASES says so.
     let mut runner = TestRunner::new(Config {
-        cases: 96,
+        cases: Config::default().cases.min(96),
         ..Config::default()
     });
-    // `batch`: 0 inserts one by one, otherwise in write batches of that
-    // many entries (more than the 16 ArtMemtable looks up at once).
-    let strategy = (
-        prop::collection::vec(op_strategy(), 0..40),
-        prop::collection::vec(key_strategy(), 0..4),
-        prop_oneof![Just(0usize), 1..24usize],
-    );
     runner
-        .run(&strategy, |(ops, extra, batch)| {
+        .run(&case_strategy(), |Case { ops, extra, batch }| {
             let mem = M::default();
             let mut model = Model::new();
             if batch == 0 {
@@ -314,6 +401,154 @@ fn many_entries<M: Memtable>(n: u64) {
     }
 }
 
+/// How many old versions (sequence numbers below [`NEW`]) key `i` of
+/// [`old_snapshot_scan`] has, by region of the key order, and what an
+/// `ArtMemtable` cursor (a batch stops at 256 entries copied or 1024 keys
+/// visited) does there at the snapshot that sees every old version:
+///
+/// | keys | old versions | batches stop on |
+/// |---|---|---|
+/// | 0..2000 | one key in 97 | keys visited, a dozen to a few dozen entries copied |
+/// | 2000..2600 | every key, a third twice | entries copied |
+/// | 2600..5100 | none | keys visited, nothing copied in one of them |
+/// | 5100..6200 | one key in 7, twice | keys visited, then the end |
+///
+/// (Five batches stop on keys visited in the full scan.) Every key also has
+/// newer versions, invisible there.
+fn old_versions(i: u32) -> u32 {
+    match i {
+        0..2000 => u32::from(i % 97 == 5),
+        2000..2600 => 1 + u32::from(i % 3 == 0),
+        2600..5100 => 0,
+        _ => 2 * u32::from(i % 7 == 3),
+    }
+}
+
+type OwnedBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+fn as_slices(r: &OwnedBounds) -> (Bound<&[u8]>, Bound<&[u8]>) {
+    (
+        r.0.as_ref().map(Vec::as_slice),
+        r.1.as_ref().map(Vec::as_slice),
+    )
+}
+
+/// Keys of [`old_snapshot_scan`].
+const OLD_SCAN_KEYS: u32 = 6200;
+/// The first sequence number of the newer versions (the old ones count up
+/// from 1).
+const NEW: u64 = 1_000_000;
+
+/// Key `i` (ordered as `i`); some keys have a zero byte or a long tail.
+fn old_scan_key(i: u32) -> Vec<u8> {
+    let mut k = b"t/".to_vec();
+    k.extend_from_slice(&i.to_be_bytes());
+    match i % 5 {
+        0 => k.push(0x00),
+        1 => k.extend_from_slice(&[0xFF; 20]),
+        _ => {}
+    }
+    k
+}
+
+/// A scan at an old snapshot over thousands of keys whose versions are
+/// mostly newer than it: the keys it visits far outnumber the entries it
+/// returns, so a cursor that bounds its work by keys visited (as
+/// `ArtMemtable`'s does, at 1024 keys per batch) stops batches without
+/// having copied anything, several times per scan, and must resume after
+/// each. Compared with the model at several snapshots and ranges, active and
+/// frozen.
+fn old_snapshot_scan<M: Memtable>() {
+    let mem = M::default();
+    let mut model = Model::new();
+    let (mut old_seqno, mut new_seqno) = (0, NEW);
+    let mut insert = |k: &[u8], seqno: u64, kind: ValueKind, value: &[u8]| {
+        mem.insert(k, seqno, kind, value);
+        model.insert((k.to_vec(), Reverse(seqno)), (kind, value.to_vec()));
+    };
+    // A permutation of the keys (7919 is prime to 6200), so that the tree
+    // isn't built in order.
+    for i in (0..OLD_SCAN_KEYS).map(|j| j * 7919 % OLD_SCAN_KEYS) {
+        let k = old_scan_key(i);
+        let mut old = Vec::new();
+        for v in 0..old_versions(i) {
+            old_seqno += 1 + u64::from(v);
+            assert!(old_seqno < NEW);
+            let kind = if (i + v) % 4 == 0 {
+                ValueKind::Tombstone
+            } else {
+                ValueKind::Value
+            };
+            old.push((old_seqno, kind, format!("old {i} {v}").into_bytes()));
+        }
+        // Every key has one to three newer versions, a few of them
+        // tombstones.
+        let new: Vec<_> = (0..1 + i % 3)
+            .map(|v| {
+                new_seqno += 1;
+                let kind = if (i + v) % 6 == 1 {
+                    ValueKind::Tombstone
+                } else {
+                    ValueKind::Value
+                };
+                (new_seqno, kind, vec![v as u8; (i % 40) as usize])
+            })
+            .collect();
+        // Half the keys get their old versions after the newer ones (the
+        // out-of-order insert).
+        let (first, second) = if i % 2 == 0 { (old, new) } else { (new, old) };
+        for (seqno, kind, value) in first.into_iter().chain(second) {
+            insert(&k, seqno, kind, &value);
+        }
+    }
+    assert!(old_seqno > 1000, "{old_seqno}");
+    let key = old_scan_key;
+    let snapshots = [0, 1, old_seqno / 2, old_seqno, NEW + 5000, MAX_SEQNO];
+    let ranges: [OwnedBounds; 7] = [
+        (Bound::Unbounded, Bound::Unbounded),
+        (Bound::Excluded(key(100)), Bound::Unbounded),
+        (Bound::Included(key(1500)), Bound::Excluded(key(5900))),
+        // Exactly 1024 keys: a batch cut on the last one.
+        (Bound::Included(key(5)), Bound::Excluded(key(1029))),
+        (Bound::Included(key(5)), Bound::Included(key(1029))),
+        // Only keys with nothing old.
+        (Bound::Included(key(2600)), Bound::Excluded(key(5100))),
+        (Bound::Unbounded, Bound::Included(key(5200))),
+    ];
+    let wanted: Vec<(usize, u64, Vec<Entry>)> = (ranges.iter().enumerate())
+        .flat_map(|(i, r)| snapshots.map(|snap| (i, r, snap)))
+        .map(|(i, r, snap)| {
+            let (lo, hi) = as_slices(r);
+            (i, snap, model_range(&model, lo, hi, snap))
+        })
+        .collect();
+    let at_old = &wanted[snapshots.iter().position(|&s| s == old_seqno).unwrap()];
+    assert!(at_old.2.len() > 1000, "{}", at_old.2.len());
+    type Scan<'a> = dyn Fn((Bound<&[u8]>, Bound<&[u8]>), u64) -> Vec<Entry> + 'a;
+    let check = |scan: &Scan<'_>| {
+        for (i, snap, want) in &wanted {
+            let got = scan(as_slices(&ranges[*i]), *snap);
+            assert!(
+                got == *want,
+                "range {:?} at {snap}: {} entries, want {} (first difference at {:?})",
+                ranges[*i],
+                got.len(),
+                want.len(),
+                got.iter().zip(want).position(|(a, b)| a != b),
+            );
+        }
+    };
+    check(&|r, snap| mem.range(r, snap).collect_entries());
+    for i in (0..OLD_SCAN_KEYS).step_by(61) {
+        for snap in [old_seqno, MAX_SEQNO] {
+            assert_eq!(mem.get(&key(i), snap), model_get(&model, &key(i), snap));
+        }
+    }
+    let frozen = mem.freeze();
+    assert_eq!(frozen.len(), model.len());
+    check(&|r, snap| frozen.range(r, snap).collect_entries());
+}
+
 /// Writer op `i` (1-based) writes key `i % KEYS` with value `i` at sequence
 /// number `i`: at snapshot `s` key `j` holds the largest such `i <= s`.
 const KEYS: u64 = 97;
@@ -441,6 +676,11 @@ macro_rules! conformance {
             #[test]
             fn many_entries_cross_batches() {
                 many_entries::<$ty>(3000);
+            }
+
+            #[test]
+            fn old_snapshot_scan_skips_newer_versions() {
+                old_snapshot_scan::<$ty>();
             }
 
             #[test]

@@ -3,8 +3,8 @@
 //! errors.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, mpsc};
 
 use memkv::memtable::{
     ArtMemtable, Memtable, SkipListMemtable, VecMemtable, WritePath, WritePathOptions,
@@ -127,39 +127,119 @@ fn model_across_flushes<M: Memtable + 'static>(batches: bool) {
     assert_eq!(stats.immutables, 0);
 }
 
+/// Keys written by [`stalls_and_concurrent_reads`], and the ones its reader
+/// reads.
+const STALL_KEYS: u32 = 3000;
+const READ_EVERY: usize = 37;
+
+fn stall_value(i: u32) -> Vec<u8> {
+    i.to_le_bytes().repeat(8)
+}
+
+/// Keys the reader reads that lie below `n`.
+fn read_below(n: u32) -> usize {
+    (0..n).step_by(READ_EVERY).count()
+}
+
+/// Sets its flag when dropped, panicking or not.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// A writer fills many small memtables (writes may stall while the flusher
+/// catches up) while a reader reads keys back as they move from the active
+/// memtable to immutable ones to run files: a key the reader finds has its
+/// value, and a key written before the reader asks for it is always found.
+///
+/// The reader starts at the writer's 1000th write and the writer waits at its
+/// 2000th for the reader's first pass, so that pass runs while the writer is
+/// between the two, however the threads are scheduled; the reader's last
+/// pass starts after the last write.
 fn stalls_and_concurrent_reads<M: Memtable + 'static>() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(open::<M>(dir.path(), 4 << 10));
+    // 8 KiB: a few dozen memtables of several entries each (at 4 KiB, the
+    // arena's first chunk alone fills an `ArtMemtable` or a `VecMemtable`,
+    // so each held one entry).
+    let db = Arc::new(open::<M>(dir.path(), 8 << 10));
+    // Key i is written once, with `stall_value(i)`; `written` then becomes
+    // i + 1.
+    let written = Arc::new(AtomicU32::new(0));
     let done = Arc::new(AtomicBool::new(false));
-    // Key i is written once with value i; a reader that sees key i must see
-    // that value, whether it is in a memtable or a run.
+    // Channels rather than barriers: if either thread panics, the other's
+    // `recv` fails instead of waiting forever.
+    let (start, started) = mpsc::channel::<()>();
+    let (first_pass_done, first_pass) = mpsc::channel::<()>();
     let reader = {
-        let (db, done) = (Arc::clone(&db), Arc::clone(&done));
+        let (db, written, done) = (Arc::clone(&db), Arc::clone(&written), Arc::clone(&done));
         std::thread::spawn(move || {
-            let mut seen = 0;
-            while !done.load(Ordering::Acquire) {
-                for i in (0..3000u32).step_by(37) {
-                    if let Some(v) = db.get(&i.to_be_bytes()).unwrap() {
-                        assert_eq!(v, i.to_le_bytes().repeat(8));
-                        seen += 1;
+            let mut seen_per_pass = Vec::new();
+            if started.recv().is_err() {
+                return seen_per_pass; // the writer failed
+            }
+            loop {
+                let last = done.load(Ordering::Acquire);
+                let mut seen = 0;
+                for i in (0..STALL_KEYS).step_by(READ_EVERY) {
+                    let before = written.load(Ordering::Acquire);
+                    match db.get(&i.to_be_bytes()).unwrap() {
+                        Some(v) => {
+                            assert_eq!(v, stall_value(i), "key {i}");
+                            seen += 1;
+                        }
+                        None => assert!(
+                            i >= before,
+                            "key {i} was written ({before} were) but is not found"
+                        ),
                     }
                 }
+                seen_per_pass.push(seen);
+                if seen_per_pass.len() == 1 {
+                    let _ = first_pass_done.send(());
+                }
+                if last {
+                    return seen_per_pass;
+                }
             }
-            seen
         })
     };
-    for i in 0..3000u32 {
-        db.put(&i.to_be_bytes(), &i.to_le_bytes().repeat(8))
-            .unwrap();
-        // Once written, always visible.
-        if i % 101 == 0 {
-            assert!(db.get(&i.to_be_bytes()).unwrap().is_some());
+    {
+        // Ends the reader's loop even if the writer panics.
+        let _done = SetOnDrop(Arc::clone(&done));
+        for i in 0..STALL_KEYS {
+            if i == 1000 {
+                start.send(()).unwrap();
+            }
+            if i == 2000 && first_pass.recv().is_err() {
+                // The reader panicked: report its failure.
+                std::panic::resume_unwind(reader.join().unwrap_err());
+            }
+            db.put(&i.to_be_bytes(), &stall_value(i)).unwrap();
+            written.store(i + 1, Ordering::Release);
+            // Once written, always visible.
+            if i % 101 == 0 {
+                assert!(db.get(&i.to_be_bytes()).unwrap().is_some());
+            }
         }
     }
-    done.store(true, Ordering::Release);
-    assert!(reader.join().unwrap() > 0);
+    let seen = reader
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+    // The first pass ran between the 1000th and the 2000th write.
+    assert!(
+        (read_below(1000)..=read_below(2000)).contains(&seen[0]),
+        "{seen:?}"
+    );
+    // The last one after every write.
+    assert_eq!(seen.last(), Some(&read_below(STALL_KEYS)), "{seen:?}");
     let stats = db.stats();
-    assert!(stats.freezes > 10, "{stats:?}");
+    assert!(
+        stats.freezes > 10 && stats.freezes <= u64::from(STALL_KEYS) / 8,
+        "{stats:?}"
+    );
     drop(db); // joins the flusher; the tempdir is removed after.
 }
 
