@@ -294,9 +294,19 @@ fn a_failed_flush_fails_later_writes_and_keeps_data_readable() {
     }
     let (i, e) = failed.expect("a write fails once the flush has failed");
     assert!(e.to_string().contains("flush failed"), "{e}");
-    // What was written before is still readable from the memtables.
+    // What was written before is still readable from the memtables; the
+    // failed write is not done (its key reads as never written), and no
+    // later one is either.
     assert_eq!(db.get(&0u32.to_be_bytes()).unwrap(), Some(vec![1; 50]));
     assert_eq!(db.get(&(i - 1).to_be_bytes()).unwrap(), Some(vec![1; 50]));
+    assert_eq!(db.get(&i.to_be_bytes()).unwrap(), None, "write {i} failed");
+    assert!(db.write_batch(&[(b"late", Some(b"x"))]).is_err());
+    assert_eq!(db.get(b"late").unwrap(), None);
+    assert_eq!(
+        db.stats().last_seqno,
+        u64::from(i),
+        "seqnos 1..=i were written"
+    );
     assert!(db.close().is_err());
 }
 

@@ -292,10 +292,22 @@ impl<M: Memtable + 'static> WritePath<M> {
         };
         *last = end;
         self.shared.visible.store(end, Ordering::Release);
-        if full {
-            self.switch()?;
+        if full && let Err(e) = self.switch() {
+            // The entries are in and visible: this write is done, so the
+            // failure to freeze is the next write's error (see `put`).
+            self.fail(&e);
         }
         Ok(())
+    }
+
+    /// Records `e` as the write path's failure, unless one is recorded:
+    /// every write fails from then on.
+    fn fail(&self, e: &io::Error) {
+        let mut p = self.shared.progress();
+        if p.error.is_none() {
+            p.error = Some((e.kind(), e.to_string()));
+        }
+        self.shared.flushed.notify_all();
     }
 
     /// The value of `key` as of the last completed write, or `None` if it
