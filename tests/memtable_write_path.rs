@@ -311,6 +311,22 @@ fn a_failed_flush_fails_later_writes_and_keeps_data_readable() {
 }
 
 #[test]
+fn a_directory_with_runs_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open::<ArtMemtable>(dir.path(), 1 << 10);
+        for i in 0..200u32 {
+            db.put(&i.to_be_bytes(), &[1; 50]).unwrap();
+        }
+        db.close().unwrap();
+    }
+    assert!(dir.path().join("run-000000.sst").exists());
+    let e = WritePath::<ArtMemtable>::open(WritePathOptions::new(dir.path())).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+    assert!(e.to_string().contains("run-0"), "{e}");
+}
+
+#[test]
 #[should_panic(expected = "max_write_buffer_number must be at least 2")]
 fn one_write_buffer_is_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -175,7 +175,9 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// Starts a write path with an empty memtable and its flusher thread.
     ///
     /// # Errors
-    /// If `options.dir` is not a directory, or the thread can't be started.
+    /// If `options.dir` is not a directory or already holds run files (a
+    /// write path starts empty and reads no runs it did not write), or the
+    /// thread can't be started.
     ///
     /// # Panics
     /// If `max_write_buffer_number` is below 2.
@@ -190,6 +192,21 @@ impl<M: Memtable + 'static> WritePath<M> {
                 io::ErrorKind::NotFound,
                 format!("{} is not a directory", options.dir.display()),
             ));
+        }
+        // Else the first flush would fail on the existing name, and every
+        // write after it.
+        for entry in std::fs::read_dir(&options.dir)? {
+            let name = entry?.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("run-") && name.ends_with(".sst") {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{} already holds run files ({name}); a write path starts in an empty directory",
+                        options.dir.display()
+                    ),
+                ));
+            }
         }
         let shared = Arc::new(Shared {
             state: RwLock::new(State {
