@@ -1,15 +1,45 @@
 //! Readers check invariants while a writer inserts and removes and merges
-//! run in the background.
+//! run in the background; `clear` during a merge.
+//!
+//! The first merge is held open at a gate (its encoding of one value waits)
+//! until the readers have read through it and the writer has written over
+//! it, so those overlaps happen whatever the scheduling.
 
+use std::panic;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use memkv::{HybridConfig, HybridMap};
 
+#[path = "common/gate.rs"]
+mod gate;
+
+use gate::{GATES, Gated, OnPanic};
+
 const N: u64 = 20_000;
 /// Every key `i` with `i % GAP == 0` is removed once key `i + GAP` is in.
 const GAP: u64 = 5;
+
+/// The key whose value holds the first merge at gate 0. Not removed, and
+/// written long before the first merge seals the fresh delta (at 2,000
+/// entries, about key 2,500); it sorts near the end (prefix 0xf6d), so the
+/// merge has put most of its parts in place when it holds.
+const HOLD: u64 = 1891;
+type Value = Gated<0, HOLD>;
+/// The writer waits here until the first merge holds at the gate...
+const WAIT_FOR_HOLD: u64 = 4000;
+/// ...and writes this many keys while it holds (at least 2,000 entries
+/// with the removals: another merge is then due when the first one ends).
+const WRITES_WHILE_HELD: u64 = 3000;
+/// Each reader's rounds (lookups, a full scan, a prefix scan) that run
+/// from start to end while the merge holds.
+const ROUNDS_WHILE_HELD: u64 = 2;
+const READERS: usize = 2;
+/// The writer waits here for the second merge to end, so that a third one
+/// (or the final `freeze`) has writes to merge.
+const WAIT_FOR_SECOND_MERGE: u64 = N / 2;
 
 fn key(i: u64) -> Vec<u8> {
     // Scattered over the key space, so that every merge rewrites the base.
@@ -46,45 +76,112 @@ impl SplitMix {
     }
 }
 
+/// What was done while the first merge held; the last thread to finish
+/// its share opens the gate.
+#[derive(Default)]
+struct WhileHeld {
+    rounds: [u64; READERS],
+    writes: u64,
+}
+
+impl WhileHeld {
+    fn done(&self) -> bool {
+        self.writes >= WRITES_WHILE_HELD && self.rounds.iter().all(|&r| r >= ROUNDS_WHILE_HELD)
+    }
+}
+
+/// Panics once `deadline` has passed: a test that goes wrong fails rather
+/// than hangs.
+fn before(deadline: Instant, what: &str) {
+    assert!(Instant::now() < deadline, "timed out: {what}");
+}
+
 #[test]
 fn readers_see_a_consistent_map_while_merges_run() {
-    let map: HybridMap<u64> = HybridConfig::new()
+    let gate = &GATES[0];
+    let map: HybridMap<Value> = HybridConfig::new()
         .min_delta_keys(2000)
         .key_ratio(0.3)
         // Merges put parts in place while the readers read.
         .part_keys(700)
         .build();
+    let deadline = Instant::now() + Duration::from_secs(60);
     // The writer publishes `done + 1` (0 = nothing yet).
     let published = AtomicU64::new(0);
     let finished = AtomicBool::new(false);
+    let while_held = Mutex::new(WhileHeld::default());
+    // Set when a thread fails: the others stop, and the merge goes on.
+    let failed = AtomicBool::new(false);
+    let fail = || {
+        failed.store(true, Ordering::SeqCst);
+        gate.open();
+    };
+    let report = |update: &dyn Fn(&mut WhileHeld)| {
+        let mut progress = while_held.lock().unwrap();
+        update(&mut progress);
+        if progress.done() {
+            gate.open();
+        }
+    };
     let map = &map;
-    let (published, finished) = (&published, &finished);
+    let (published, finished, report) = (&published, &finished, &report);
+    let (failed, fail) = (&failed, &fail);
     thread::scope(|s| {
-        s.spawn(move || {
+        let writer = s.spawn(move || {
+            let _fail = OnPanic(fail);
             for i in 0..N {
-                assert_eq!(map.insert(key(i), i), None);
+                if failed.load(Ordering::SeqCst) {
+                    return; // a reader failed
+                }
+                if i == WAIT_FOR_HOLD {
+                    gate.wait_reached(Duration::from_secs(30));
+                }
+                if i == WAIT_FOR_HOLD + WRITES_WHILE_HELD {
+                    assert!(
+                        gate.is_holding(),
+                        "the gate opened before the writer was done"
+                    );
+                    report(&|p| p.writes = WRITES_WHILE_HELD);
+                }
+                if i == WAIT_FOR_SECOND_MERGE {
+                    while map.stats().merges < 2 {
+                        before(deadline, "the second merge");
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                assert_eq!(map.insert(key(i), Gated(i)), None);
                 if i % GAP == 0 && i >= GAP {
-                    assert_eq!(map.remove(key(i - GAP)), Some(i - GAP));
+                    assert_eq!(map.remove(key(i - GAP)), Some(Gated(i - GAP)));
                 }
                 published.store(i + 1, Ordering::Release);
             }
             finished.store(true, Ordering::Release);
         });
-        let readers: Vec<_> = (0..2u64)
+        let readers: Vec<_> = (0..READERS)
             .map(|r| {
                 s.spawn(move || {
-                    let mut rng = SplitMix(r);
+                    let _fail = OnPanic(fail);
+                    let mut rng = SplitMix(r as u64);
                     let (mut lookups, mut scans, mut during_merge) = (0u64, 0u64, 0u64);
+                    let mut held_rounds = 0;
                     let mut worst = Duration::ZERO;
-                    while !finished.load(Ordering::Acquire) || scans == 0 {
+                    while !finished.load(Ordering::Acquire) || scans == 0 || !gate.is_open() {
+                        before(deadline, "the readers' rounds");
+                        if failed.load(Ordering::SeqCst) {
+                            break;
+                        }
                         let Some(done) = published.load(Ordering::Acquire).checked_sub(1) else {
                             continue;
                         };
+                        // The gate opens only after this reader's first
+                        // rounds are counted: held at the start of one, the
+                        // merge holds all through it.
+                        let held = held_rounds < ROUNDS_WHILE_HELD && gate.is_holding();
                         for _ in 0..200 {
                             let i = rng.next() % (done + 1);
                             let merging = map.stats().merging;
                             let started = Instant::now();
-                            let got = map.get(key(i));
+                            let got = map.get(key(i)).map(|v| v.0);
                             worst = worst.max(started.elapsed());
                             during_merge += u64::from(merging);
                             match present(i, done) {
@@ -102,7 +199,7 @@ fn readers_see_a_consistent_map_while_merges_run() {
                         let mut seen = vec![false; N as usize];
                         for (k, v) in &entries {
                             let i = index(k);
-                            assert_eq!(*v, i);
+                            assert_eq!(v.0, i);
                             // Key `after + 1` may be in, not yet published.
                             assert!(i <= after + 1, "key {i} before it was written");
                             assert_ne!(
@@ -121,31 +218,48 @@ fn readers_see_a_consistent_map_while_merges_run() {
                         let prefix = format!("{:04x}/", rng.next() % 4096);
                         for (k, v) in map.prefix(&prefix) {
                             assert!(k.starts_with(prefix.as_bytes()));
-                            assert_eq!(v, index(&k));
+                            assert_eq!(v.0, index(&k));
                         }
                         scans += 1;
+                        if held {
+                            assert!(
+                                gate.is_holding(),
+                                "the gate opened before the readers were done"
+                            );
+                            held_rounds += 1;
+                            report(&|p| p.rounds[r] = held_rounds);
+                        }
                     }
-                    (lookups, scans, during_merge, worst)
+                    (lookups, scans, during_merge, held_rounds, worst)
                 })
             })
             .collect();
+        // The first failure, not the early stops it caused in other threads.
+        let readers: Vec<_> = readers.into_iter().map(|r| r.join()).collect();
+        if let Err(payload) = writer.join() {
+            panic::resume_unwind(payload);
+        }
+        let readers: Vec<_> = readers
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|payload| panic::resume_unwind(payload)))
+            .collect();
         let mut reads_during_merges = 0;
-        for reader in readers {
-            let (lookups, scans, during_merge, worst) = reader.join().unwrap();
+        for (lookups, scans, during_merge, held_rounds, worst) in readers {
             reads_during_merges += during_merge;
             println!(
-                "reader: {lookups} lookups ({during_merge} while a merge ran), {scans} scans, \
-                 slowest lookup {worst:?}"
+                "reader: {lookups} lookups ({during_merge} while a merge ran), {scans} scans \
+                 ({held_rounds} rounds while the first merge held), slowest lookup {worst:?}"
             );
+            assert!(held_rounds >= ROUNDS_WHILE_HELD);
         }
-        assert!(
-            reads_during_merges > 0,
-            "no lookup overlapped a merge: nothing was tested"
-        );
+        // Every lookup of a round while the merge held counts.
+        assert!(reads_during_merges >= READERS as u64 * ROUNDS_WHILE_HELD * 200);
     });
     map.freeze().unwrap();
     let stats = map.stats();
     println!("{stats:?}");
+    // The held one, the one due when it ended, and at least one for the
+    // writes after that (the freeze, if no other).
     assert!(
         stats.merges >= 3,
         "too few merges ran to test anything: {stats:?}"
@@ -154,6 +268,108 @@ fn readers_see_a_consistent_map_while_merges_run() {
     let expected = (0..N).filter(|&i| present(i, N - 1) == Some(true)).count();
     assert_eq!(map.len(), expected + 1, "the last removable key stays");
     for i in 0..N {
-        assert_eq!(map.get(key(i)), (i % GAP != 0 || i + GAP >= N).then_some(i));
+        let want = (i % GAP != 0 || i + GAP >= N).then_some(i);
+        assert_eq!(map.get(key(i)).map(|v| v.0), want);
     }
+}
+
+/// The key whose value holds a merge at gate 1.
+const CLEAR_HOLD: u64 = u64::MAX;
+
+/// `clear` while a merge is running waits for it; the merge's new base
+/// does not bring the cleared keys back.
+#[test]
+fn clear_waits_for_a_running_merge() {
+    let gate = &GATES[1];
+    let map = Arc::new(
+        HybridConfig::new()
+            .manual()
+            .part_keys(50)
+            .build::<Gated<1, CLEAR_HOLD>>(),
+    );
+    let key = |i: u64| format!("k{i:04}");
+    for i in 0..400 {
+        map.insert(key(i), Gated(i));
+    }
+    map.freeze().unwrap();
+    // To be sealed: updates, tombstones over the base, new keys, and the
+    // value that holds the merge in the middle of the keys (parts before it
+    // in place, the rest of the old base still read).
+    for i in (0..400).step_by(3) {
+        map.insert(key(i), Gated(i + 1000));
+    }
+    for i in (1..400).step_by(7) {
+        map.remove(key(i));
+    }
+    for i in 400..500 {
+        map.insert(key(i), Gated(i));
+    }
+    map.insert("k0250+", Gated(CLEAR_HOLD));
+    let merger = {
+        let map = Arc::clone(&map);
+        thread::spawn(move || map.freeze())
+    };
+    gate.wait_reached(Duration::from_secs(20));
+    let stats = map.stats();
+    assert!(stats.merging && stats.sealed_deltas == 1, "{stats:?}");
+    // Writes in the fresh delta over the sealed one.
+    map.insert(key(0), Gated(7));
+    map.remove(key(2));
+    map.insert("new", Gated(1));
+    // `clear` waits for the merge: it is asleep on the merge lock when the
+    // gate opens.
+    let clearing = Arc::new(AtomicBool::new(false));
+    let (ids, clearer) = {
+        let map = Arc::clone(&map);
+        let clearing = Arc::clone(&clearing);
+        let (send, ids) = std::sync::mpsc::channel();
+        let clearer = thread::spawn(move || {
+            send.send(gate::thread_id()).unwrap();
+            clearing.store(true, Ordering::SeqCst);
+            map.clear();
+        });
+        (ids, clearer)
+    };
+    let tid = ids.recv().unwrap();
+    while !clearing.load(Ordering::SeqCst) {
+        thread::yield_now();
+    }
+    if let Some(tid) = tid {
+        assert!(
+            gate::wait_until_asleep(tid, Duration::from_secs(20)),
+            "clear did not wait"
+        );
+    }
+    assert!(!clearer.is_finished(), "clear did not wait for the merge");
+    gate.open();
+    merger.join().unwrap().unwrap();
+    clearer.join().unwrap();
+    let stats = map.stats();
+    assert_eq!(stats.merges, 2, "the held merge ended: {stats:?}");
+    assert_eq!(
+        (
+            stats.len,
+            stats.base_keys,
+            stats.delta_entries,
+            stats.sealed_deltas
+        ),
+        (0, 0, 0, 0),
+        "{stats:?}"
+    );
+    assert!(map.is_empty());
+    assert_eq!(map.iter().count(), 0);
+    assert_eq!(map.first_key_value(), None);
+    for i in 0..500 {
+        assert_eq!(map.get(key(i)), None, "key {i}");
+    }
+    assert_eq!(map.get("new"), None);
+    // The map works on: writes, a merge.
+    assert_eq!(map.insert(key(1), Gated(1)), None);
+    assert_eq!(map.remove(key(0)), None);
+    map.freeze().unwrap();
+    assert_eq!(
+        map.iter().collect::<Vec<_>>(),
+        [(key(1).into_bytes(), Gated(1))]
+    );
+    assert_eq!(map.len(), 1);
 }

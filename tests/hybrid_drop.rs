@@ -1,10 +1,20 @@
 //! Dropping a map stops its merge thread, even in the middle of a merge.
 //! (Alone in its binary: it counts the process's merge threads.)
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use memkv::{HybridConfig, HybridMap};
+
+#[path = "common/gate.rs"]
+mod gate;
+
+use gate::{GATES, Gated};
+
+/// The value that holds the merge at the gate.
+const HOLD: u64 = u64::MAX;
+type Value = Gated<0, HOLD>;
 
 /// Threads of this process named like the map's merge thread (Linux: the
 /// name is cut to 15 bytes in /proc).
@@ -20,14 +30,16 @@ fn merge_threads() -> usize {
 
 #[test]
 fn drop_during_a_merge_joins_the_thread() {
-    if !std::path::Path::new("/proc/self/task").exists() {
+    let Some(me) = gate::thread_id().filter(|_| std::path::Path::new("/proc/self/task").exists())
+    else {
         eprintln!("no /proc: skipped");
         return;
-    }
+    };
+    let gate = &GATES[0];
     assert_eq!(merge_threads(), 0);
-    let map: HybridMap<u64> = HybridConfig::new().manual().build();
+    let map: HybridMap<Value> = HybridConfig::new().manual().build();
     for i in 0..50_000u64 {
-        map.insert(format!("usr/share/doc/pkg{i:06}/copyright"), i);
+        map.insert(format!("usr/share/doc/pkg{i:06}/copyright"), Gated(i));
     }
     assert_eq!(merge_threads(), 0, "no thread before the first merge");
     // A merge that completes: its thread exits when no other is waiting.
@@ -38,24 +50,48 @@ fn drop_during_a_merge_joins_the_thread() {
         thread::sleep(Duration::from_millis(1));
     }
     for i in 0..50_000u64 {
-        map.insert(format!("usr/share/man/man1/cmd{i:06}.1.gz"), i);
+        map.insert(format!("usr/share/man/man1/cmd{i:06}.1.gz"), Gated(i));
     }
-    // A merge that is running when the map is dropped.
+    // The new base's first key: its value holds the next merge at the gate
+    // before it encodes anything else, so the merge is running (for sure,
+    // whatever the scheduling) with all of its 100,001 keys still to build.
+    map.insert("a/held", Gated(HOLD));
     map.merge_in_background();
-    while !map.stats().merging {
-        assert!(
-            map.stats().merges == 1,
-            "the merge ended before it was seen running"
-        );
-        assert!(Instant::now() < deadline);
-        thread::yield_now();
-    }
+    gate.wait_reached(Duration::from_secs(20));
+    let stats = map.stats();
+    assert!(stats.merging, "{stats:?}");
+    assert_eq!((stats.merges, stats.sealed_deltas), (1, 1), "{stats:?}");
     assert_eq!(merge_threads(), 1);
-    let started = Instant::now();
-    drop(map);
+    let encoded_before = gate.encoded();
+    // The gate opens once this thread is inside `drop`, asleep joining the
+    // merge thread: the map has told the merge to stop by then, and the
+    // merge must notice at its next check (every 4,096 keys), not build
+    // the whole base first.
+    let dropping = AtomicBool::new(false);
+    let (elapsed, merge_ended) = thread::scope(|s| {
+        s.spawn(|| {
+            while !dropping.load(Ordering::SeqCst) {
+                thread::yield_now();
+            }
+            let asleep = gate::wait_until_asleep(me, Duration::from_secs(20));
+            gate.open();
+            assert!(asleep, "the dropping thread never waited for the merge");
+        });
+        dropping.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        drop(map);
+        // The merge thread can only have ended past the gate.
+        (started.elapsed(), gate.is_open())
+    });
+    let encoded = gate.encoded() - encoded_before;
     println!(
-        "drop during a merge of 100,000 keys took {:?}",
-        started.elapsed()
+        "drop during a merge of 100,001 keys took {elapsed:?}; the merge encoded {encoded} \
+         values after it was told to stop"
     );
+    assert!(merge_ended, "drop returned before the merge thread ended");
     assert_eq!(merge_threads(), 0, "the merge thread outlived the map");
+    assert!(
+        encoded <= 4096,
+        "the merge went on for {encoded} values after the map was dropped"
+    );
 }

@@ -1,14 +1,63 @@
 //! HybridMap against a `BTreeMap` model: random interleavings of inserts,
-//! removes, lookups, scans and merges (synchronous, background, and
-//! automatic by the policy), over keys that stress tries.
+//! removes, lookups, scans, clears and merges (synchronous, background,
+//! automatic by the policy, and failed ones that leave sealed deltas), over
+//! keys that stress tries.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
+use std::panic::{self, AssertUnwindSafe};
 
+use memkv::frozen::{FrozenValue, IntColumn};
 use memkv::{HybridConfig, HybridMap};
 use proptest::prelude::*;
 
 mod common;
+
+/// The map's values: `u64`s whose encoding panics while [`FAIL_MERGES`] is
+/// set on the encoding thread. That is how the model makes a merge fail
+/// half-way ([`failing_freeze`]): its delta stays sealed, read, and stacks
+/// on those of earlier failures until a merge succeeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Val(u64);
+
+thread_local! {
+    /// Only the test's own thread sets it, and only for one `freeze`: the
+    /// merges on the map's merge thread never fail.
+    static FAIL_MERGES: Cell<bool> = const { Cell::new(false) };
+}
+
+impl FrozenValue for Val {
+    const TYPE_NAME: &'static str = "Val";
+    type Column = IntColumn;
+    fn encode(&self) -> u64 {
+        assert!(!FAIL_MERGES.get(), "a merge made to fail");
+        self.0
+    }
+    fn decode(encoded: u64) -> Self {
+        Val(encoded)
+    }
+}
+
+/// `freeze`, with encoding failing in this thread (where `freeze` merges);
+/// whether the merge failed (it does not if it encodes nothing).
+fn failing_freeze(map: &HybridMap<Val>) -> bool {
+    FAIL_MERGES.set(true);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| map.freeze()));
+    FAIL_MERGES.set(false);
+    match result {
+        Ok(result) => {
+            result.unwrap();
+            false
+        }
+        Err(payload) => {
+            let message = payload.downcast_ref::<String>().map(String::as_str);
+            let message = message.or(payload.downcast_ref::<&str>().copied());
+            assert_eq!(message, Some("a merge made to fail"));
+            true
+        }
+    }
+}
 
 /// Keys over a tiny alphabet with the trie-hostile bytes, so that prefixes,
 /// shared paths and the empty key come up often; now and then a long key
@@ -48,6 +97,21 @@ enum Op {
     Edges,
     Freeze,
     Background,
+    /// A `freeze` made to fail: its delta stays sealed.
+    FailedFreeze,
+    Clear(BeforeClear),
+}
+
+/// What happens just before a `clear`, besides the earlier ops.
+#[derive(Clone, Debug)]
+enum BeforeClear {
+    Nothing,
+    /// A background merge is asked for: `clear` may come before it starts,
+    /// while it runs (and waits for it), or after it.
+    Background,
+    /// A failed merge, then a write: a sealed delta under a fresh delta
+    /// with a write in it.
+    FailedMerge(Vec<u8>, u64),
 }
 
 fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
@@ -63,6 +127,14 @@ fn op() -> impl Strategy<Value = Op> {
         29 => op_without_merges(),
         2 => Just(Op::Freeze),
         2 => Just(Op::Background),
+        1 => Just(Op::FailedFreeze),
+        // Rarely, so that maps still grow.
+        1 => prop_oneof![
+            Just(BeforeClear::Nothing),
+            Just(BeforeClear::Background),
+            (key(), any::<u64>()).prop_map(|(k, v)| BeforeClear::FailedMerge(k, v)),
+        ]
+        .prop_map(Op::Clear),
     ]
 }
 
@@ -84,10 +156,10 @@ fn op_without_merges() -> impl Strategy<Value = Op> {
 }
 
 fn model_range(
-    model: &BTreeMap<Vec<u8>, u64>,
+    model: &BTreeMap<Vec<u8>, Val>,
     start: &Bound<Vec<u8>>,
     end: &Bound<Vec<u8>>,
-) -> Vec<(Vec<u8>, u64)> {
+) -> Vec<(Vec<u8>, Val)> {
     // BTreeMap::range panics on inverted ranges; the map yields nothing.
     model
         .iter()
@@ -111,11 +183,12 @@ fn model_range(
 /// Runs `ops` on a map with `config`, whose merges build parts of
 /// `part_keys` keys, and on the model.
 fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let mut map: HybridMap<u64> = config.part_keys(part_keys).build();
+    let mut map: HybridMap<Val> = config.part_keys(part_keys).build();
     let mut model = BTreeMap::new();
+    let mut failed_merges = 0;
     for op in ops {
         match op {
-            Op::Insert(k, v) => prop_assert_eq!(map.insert(&k, v), model.insert(k, v)),
+            Op::Insert(k, v) => prop_assert_eq!(map.insert(&k, Val(v)), model.insert(k, Val(v))),
             Op::Remove(k) => prop_assert_eq!(map.remove(&k), model.remove(&k)),
             Op::Get(k) => {
                 prop_assert_eq!(map.get(&k), model.get(&k).copied());
@@ -124,7 +197,7 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
             }
             Op::GetMany(keys, present) => {
                 let keys = common::with_stored_keys(&keys, &present, &model);
-                let want: Vec<Option<u64>> = keys.iter().map(|k| model.get(k).copied()).collect();
+                let want: Vec<Option<Val>> = keys.iter().map(|k| model.get(k).copied()).collect();
                 prop_assert_eq!(map.get_many(&keys), want);
             }
             Op::Extend(entries, present, repeats) => {
@@ -132,10 +205,10 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 let keys = common::with_stored_keys(&keys, &present, &model);
                 let values = entries.iter().map(|(_, v)| *v).chain([7]).cycle();
                 let once: Vec<_> = keys.into_iter().zip(values).collect();
-                let all: Vec<(Vec<u8>, u64)> = (0..repeats as u64)
+                let all: Vec<(Vec<u8>, Val)> = (0..repeats as u64)
                     .flat_map(|r| {
                         once.iter()
-                            .map(move |(k, v)| (k.clone(), v.wrapping_add(r)))
+                            .map(move |(k, v)| (k.clone(), Val(v.wrapping_add(r))))
                     })
                     .collect();
                 if repeats % 2 == 0 {
@@ -158,6 +231,7 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 let rest = std::iter::repeat_n(&true, expected.len() + 1);
                 for (i, &front) in ends.iter().chain(rest).enumerate() {
                     if i == ends.len() / 2 {
+                        let value = Val(value);
                         prop_assert_eq!(map.insert(&key, value), model.insert(key.clone(), value));
                     }
                     let (got, want) = if front {
@@ -221,6 +295,48 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 prop_assert!(stats.base_parts <= 1 + 4 * len / part_keys);
             }
             Op::Background => map.merge_in_background(),
+            Op::FailedFreeze => {
+                if failing_freeze(&map) {
+                    failed_merges += 1;
+                }
+                // Merges in the background never fail.
+                prop_assert_eq!(map.stats().failed_merges, failed_merges);
+            }
+            Op::Clear(before) => {
+                match before {
+                    BeforeClear::Nothing => {}
+                    BeforeClear::Background => map.merge_in_background(),
+                    BeforeClear::FailedMerge(k, v) => {
+                        if failing_freeze(&map) {
+                            failed_merges += 1;
+                        }
+                        prop_assert_eq!(map.insert(&k, Val(v)), model.insert(k, Val(v)));
+                    }
+                }
+                map.clear();
+                let cleared = std::mem::take(&mut model);
+                // A merge asked for before may run now, but finds nothing.
+                let stats = map.stats();
+                prop_assert_eq!(
+                    (
+                        stats.len,
+                        stats.base_keys,
+                        stats.delta_entries,
+                        stats.sealed_deltas
+                    ),
+                    (0, 0, 0, 0)
+                );
+                prop_assert_eq!(map.iter().next(), None);
+                prop_assert_eq!(map.iter().next_back(), None);
+                prop_assert_eq!(map.first_key_value(), None);
+                prop_assert_eq!(map.last_key_value(), None);
+                for k in cleared.keys() {
+                    prop_assert_eq!(map.get(k), None);
+                    prop_assert!(!map.contains_key(k));
+                }
+                let keys: Vec<_> = cleared.into_keys().collect();
+                prop_assert!(map.get_many(&keys).iter().all(Option::is_none));
+            }
         }
         prop_assert_eq!(map.len(), model.len());
         prop_assert_eq!(map.is_empty(), model.is_empty());
@@ -231,7 +347,7 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
     prop_assert_eq!(&got, &want);
     map.freeze().unwrap();
     let stats = map.stats();
-    prop_assert_eq!(stats.failed_merges, 0);
+    prop_assert_eq!(stats.failed_merges, failed_merges);
     prop_assert_eq!(stats.last_merge_at.is_some(), stats.merges > 0);
     // The owned iterator outlives the map it came from.
     prop_assert_eq!(map.into_iter().collect::<Vec<_>>(), want);
@@ -350,4 +466,113 @@ fn extend_interrupted_by_a_panicking_iterator_keeps_what_it_wrote() {
     assert_eq!(map.iter().collect::<BTreeMap<_, _>>(), want);
     map.freeze().unwrap();
     assert_eq!(map.iter().collect::<BTreeMap<_, _>>(), want);
+}
+
+/// `clear` over every kind of layer: a base in parts, two sealed deltas
+/// (left by failed merges) with tombstones and updates, and unmerged writes
+/// in the fresh delta. Then nothing is left, and the map works on.
+#[test]
+fn clear_empties_every_layer() {
+    fn key(i: u64) -> Vec<u8> {
+        format!("usr/lib/{i:03}").into_bytes()
+    }
+    let map: HybridMap<Val> = HybridConfig::new().manual().part_keys(8).build();
+    for i in 0..100 {
+        map.insert(key(i), Val(i));
+    }
+    map.freeze().unwrap();
+    // Sealed delta 1: tombstones over the base, updates of base keys.
+    for i in (1..100).step_by(4) {
+        assert_eq!(map.insert(key(i), Val(i + 1000)), Some(Val(i)));
+    }
+    for i in (0..100).step_by(4) {
+        assert_eq!(map.remove(key(i)), Some(Val(i)));
+    }
+    assert!(failing_freeze(&map));
+    // Sealed delta 2: new keys, a tombstone over the base, an update over
+    // sealed delta 1.
+    for i in 100..120 {
+        assert_eq!(map.insert(key(i), Val(i)), None);
+    }
+    assert_eq!(map.remove(key(2)), Some(Val(2)));
+    assert_eq!(map.insert(key(1), Val(2001)), Some(Val(1001)));
+    assert!(failing_freeze(&map));
+    // The fresh delta: writes over both sealed deltas and the base.
+    assert_eq!(map.insert(key(5), Val(3005)), Some(Val(1005))); // over sealed delta 1
+    assert_eq!(map.insert(key(4), Val(3004)), None); // over a sealed tombstone
+    assert_eq!(map.remove(key(3)), Some(Val(3))); // a tombstone over the base
+    assert_eq!(map.remove(key(101)), Some(Val(101))); // over sealed delta 2
+    assert_eq!(map.insert(key(200), Val(200)), None); // only in the fresh delta
+    let stats = map.stats();
+    assert_eq!(
+        (stats.sealed_deltas, stats.base_keys),
+        (2, 100),
+        "{stats:?}"
+    );
+    assert_eq!((stats.merges, stats.failed_merges), (1, 2), "{stats:?}");
+    assert_eq!(stats.delta_tombstones, 25 + 1 + 2, "{stats:?}");
+    // 100 in the base, 25 removed; 20 new, 3 removed, 2 (re)inserted.
+    assert_eq!(map.len(), 100 - 25 + 20 - 3 + 2);
+
+    map.clear();
+    let stats = map.stats();
+    assert_eq!(
+        (
+            stats.len,
+            stats.base_keys,
+            stats.base_parts,
+            stats.delta_entries,
+            stats.delta_tombstones,
+            stats.sealed_deltas
+        ),
+        (0, 0, 1, 0, 0, 0),
+        "{stats:?}"
+    );
+    assert!(map.is_empty());
+    assert_eq!(map.iter().next(), None);
+    assert_eq!(map.iter().next_back(), None);
+    assert_eq!(map.keys().count(), 0);
+    assert_eq!(map.range(key(0)..key(50)).count(), 0);
+    assert_eq!(map.prefix("usr/").count(), 0);
+    assert_eq!((map.first_key_value(), map.last_key_value()), (None, None));
+    for i in 0..=200 {
+        assert_eq!(map.get(key(i)), None, "key {i}");
+        assert!(!map.contains_key(key(i)), "key {i}");
+    }
+    let keys: Vec<_> = (0..=200).map(key).collect();
+    assert!(map.get_many(&keys).iter().all(Option::is_none));
+
+    // New writes see none of the old values, and need no tombstones.
+    assert_eq!(map.insert(key(1), Val(1)), None); // was in every layer
+    assert_eq!(map.insert(key(200), Val(2)), None); // was in the fresh delta
+    assert_eq!(map.remove(key(6)), None); // was in the base
+    assert_eq!(map.remove(key(200)), Some(Val(2)));
+    assert_eq!(map.insert(key(300), Val(3)), None);
+    let stats = map.stats();
+    assert_eq!(
+        (stats.len, stats.delta_entries, stats.delta_tombstones),
+        (2, 2, 0)
+    );
+    let want = vec![(key(1), Val(1)), (key(300), Val(3))];
+    assert_eq!(map.iter().collect::<Vec<_>>(), want);
+    // A merge works, over the new keys only.
+    map.freeze().unwrap();
+    let stats = map.stats();
+    assert_eq!(
+        (stats.base_keys, stats.delta_entries, stats.sealed_deltas),
+        (2, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!((stats.merges, stats.failed_merges), (2, 2));
+    assert_eq!(map.iter().collect::<Vec<_>>(), want);
+    assert_eq!(map.get(key(6)), None);
+    assert_eq!(map.len(), 2);
+    // Again, over a base alone, and over an empty map.
+    map.clear();
+    assert_eq!(
+        (map.len(), map.iter().count(), map.get(key(1))),
+        (0, 0, None)
+    );
+    map.clear();
+    assert!(map.is_empty());
 }
