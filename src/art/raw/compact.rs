@@ -18,7 +18,8 @@
 //!    ([`RawArt::get`]), so the levels of a path inside one cluster cost one
 //!    wait instead of one each. Small clusters (the bottom of the tree) share
 //!    regions, so the packing costs little memory; what a region leaves
-//!    unused goes to the free lists, for later inserts.
+//!    unused goes to the free lists, for later inserts. A tree small enough
+//!    for the caches ([`CLUSTER_ABOVE_BYTES`]) is copied node by node.
 //!
 //! The free lists of the old arenas are gone afterwards. It costs two passes
 //! over the tree, with old and new copies alive together until it ends.
