@@ -5,7 +5,7 @@
 //! merge may replace the layers it reads. So it owns `Arc`s of the immutable
 //! layers (sealed deltas and base) and a copy of the fresh delta's entries in
 //! its range, taken when it was created. Neither the fst stream of a
-//! [`FrozenLayer`] nor a [`FastArt`](crate::FastArt) iterator can be stored
+//! [`FrozenLayer`](crate::FrozenLayer) nor a [`FastArt`](crate::FastArt) iterator can be stored
 //! next to the `Arc` that owns its layer (that would be a self-referential
 //! struct), so each layer is read in **batches**: a short-lived stream copies
 //! the next few hundred entries after the last key seen into a buffer, and is
