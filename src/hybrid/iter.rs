@@ -520,7 +520,8 @@ impl<V: FrozenValue + Clone> DoubleEndedIterator for Iter<V> {
 impl<V: FrozenValue + Clone> FusedIterator for Iter<V> {}
 
 /// The keys of a [`HybridMap`](super::HybridMap) in order, a snapshot; see
-/// [`keys`](super::HybridMap::keys). Decodes no values.
+/// [`keys`](super::HybridMap::keys). The values are still read along (the
+/// merge needs them to tell tombstones apart).
 #[derive(Debug)]
 pub struct Keys<V: FrozenValue> {
     inner: Iter<V>,
@@ -557,7 +558,8 @@ impl<V: FrozenValue + Clone> DoubleEndedIterator for Keys<V> {
 impl<V: FrozenValue + Clone> FusedIterator for Keys<V> {}
 
 /// The values of a [`HybridMap`](super::HybridMap) in key order, a
-/// snapshot; see [`values`](super::HybridMap::values). Copies no keys out.
+/// snapshot; see [`values`](super::HybridMap::values). Allocates no key per
+/// entry.
 #[derive(Debug)]
 pub struct Values<V: FrozenValue> {
     inner: Iter<V>,
