@@ -60,6 +60,13 @@ pub(crate) struct MemtableRecord {
     pub(crate) write_path_reads: Option<u64>,
     /// Of those, the ones that returned the expected value.
     pub(crate) write_path_correct: Option<u64>,
+    /// The same load through `WritePath::write_batch`, in write batches of
+    /// `WRITE_BATCH` entries: entries per second.
+    pub(crate) batched_load_ops_per_s: Option<f64>,
+    /// Keys read back through that write path after its load.
+    pub(crate) batched_load_reads: Option<u64>,
+    /// Of those, the ones that returned the expected value.
+    pub(crate) batched_load_correct: Option<u64>,
     /// jemalloc `stats.allocated` growth while one memtable takes every
     /// entry.
     pub(crate) memtable_allocated_bytes: Option<u64>,
@@ -106,6 +113,7 @@ impl MemtableRecord {
         self.correct_lookups == self.lookups
             && self.flush_iter_mismatches.unwrap_or(0) == 0
             && self.write_path_correct == self.write_path_reads
+            && self.batched_load_correct == self.batched_load_reads
             && self.concurrent_correct_reads == self.concurrent_reads
             && self.batched_check_correct == self.batched_check_reads
     }
@@ -125,6 +133,7 @@ pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
     };
     out.load_ops_per_s = med(|r| r.load_ops_per_s);
     out.load_mib_per_s = med(|r| r.load_mib_per_s);
+    out.batched_load_ops_per_s = med(|r| r.batched_load_ops_per_s);
     out.memtable_bytes_per_entry = med(|r| r.memtable_bytes_per_entry);
     out.memtable_overhead_per_entry = med(|r| r.memtable_overhead_per_entry);
     out.memtable_allocated_bytes =
@@ -145,6 +154,8 @@ pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
     out.lookups = runs.iter().filter_map(|r| r.lookups).max();
     out.write_path_correct = runs.iter().filter_map(|r| r.write_path_correct).min();
     out.write_path_reads = runs.iter().filter_map(|r| r.write_path_reads).max();
+    out.batched_load_correct = runs.iter().filter_map(|r| r.batched_load_correct).min();
+    out.batched_load_reads = runs.iter().filter_map(|r| r.batched_load_reads).max();
     out.batched_check_correct = runs.iter().filter_map(|r| r.batched_check_correct).min();
     out.batched_check_reads = runs.iter().filter_map(|r| r.batched_check_reads).max();
     out.flush_iter_mismatches = runs.iter().filter_map(|r| r.flush_iter_mismatches).max();

@@ -50,6 +50,13 @@ fn checks(r: &MemtableRecord) -> String {
         "; write path {}",
         pair(r.write_path_correct, r.write_path_reads)
     );
+    if r.batched_load_reads.is_some() {
+        let _ = write!(
+            s,
+            "; batched write path {}",
+            pair(r.batched_load_correct, r.batched_load_reads)
+        );
+    }
     if r.batched_check_reads.is_some() {
         let _ = write!(
             s,
@@ -84,11 +91,11 @@ pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
     let _ = writeln!(s, "\n### {} order\n", order.name());
     let _ = writeln!(
         s,
-        "| memtable | load/s | load MiB/s | bytes/entry | overhead/entry | insert/s | batched insert/s | flush iter/s | freeze | lookup/s | 1W+1R writes/s | 1W+1R reads/s | checks | notes |"
+        "| memtable | load/s | batched load/s | load MiB/s | bytes/entry | overhead/entry | insert/s | batched insert/s | flush iter/s | freeze | lookup/s | 1W+1R writes/s | 1W+1R reads/s | checks | notes |"
     );
     let _ = writeln!(
         s,
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|"
     );
     let one = |x: f64| format!("{x:.1}");
     let mib = |x: f64| format!("{x:.0}");
@@ -113,9 +120,10 @@ pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.structure,
             col(|r| r.load_ops_per_s, rate),
+            col(|r| r.batched_load_ops_per_s, rate),
             with_ratio(r.load_mib_per_s, None, mib),
             col(|r| r.memtable_bytes_per_entry, one),
             col(|r| r.memtable_overhead_per_entry, one),
@@ -176,7 +184,9 @@ fn targets(order: Order, base: &MemtableRecord, art: &MemtableRecord) -> String 
 pub(crate) fn footer() -> String {
     format!(
         "\nColumns: load = puts through the write path until the last returns (freezes, stalls \
-         and the flusher's competition for the CPU included); MiB/s counts key and value bytes. \
+         and the flusher's competition for the CPU included); batched load = the same through \
+         `WritePath::write_batch`, {WRITE_BATCH} entries per batch; MiB/s counts key and value \
+         bytes (of the first load). \
          bytes/entry = jemalloc `stats.allocated` growth per entry while one memtable takes every \
          entry (no flush); overhead = bytes/entry − key − value bytes. insert = that build's \
          inserts per second, one by one; batched insert = another memtable built through \
@@ -227,8 +237,19 @@ mod tests {
         art.batched_insert_ops_per_s = Some(3e6);
         art.batched_check_reads = Some(20);
         art.batched_check_correct = Some(19);
+        base.batched_load_ops_per_s = Some(2e6);
+        art.batched_load_ops_per_s = Some(7e6);
+        art.batched_load_reads = Some(30);
+        art.batched_load_correct = Some(30);
         let t = table(Order::Random, &[base, art]);
         assert!(t.contains("| 3.00 M (3.00×) |"), "{t}");
-        assert!(t.contains("; batches 19/20 ✗"), "{t}");
+        assert!(
+            t.contains("| memtable-art | 2.50 M (2.50×) | 7.00 M (3.50×) |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("; batched write path 30/30; batches 19/20 ✗"),
+            "{t}"
+        );
     }
 }

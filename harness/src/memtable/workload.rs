@@ -5,7 +5,9 @@
 //!    options (64 MiB memtables, two at most, one flusher thread writing run
 //!    files to a temporary directory), timed until the last put returns;
 //!    then a sample of keys is read back through the write path (untimed)
-//!    and the flusher is waited for.
+//!    and the flusher is waited for. Then the same again through
+//!    `write_batch`, [`WRITE_BATCH`] entries per batch, into a fresh
+//!    directory.
 //! 2. **build**: one memtable takes every entry directly (no write path, no
 //!    freeze at 64 MiB), measuring jemalloc's `stats.allocated` before and
 //!    after: the memory of a memtable of the size under test.
@@ -267,6 +269,39 @@ fn load<M: Subject>(w: &Workload, rec: &mut MemtableRecord) -> std::io::Result<(
     rec.stall_ms = Some(stats.stall_time.as_secs_f64() * 1e3);
 
     phase("load-check");
+    let (reads, correct) = read_back(w, &db, rec, "write path")?;
+    rec.write_path_reads = Some(reads);
+    rec.write_path_correct = Some(correct);
+    db.close()?;
+    drop(dir);
+
+    phase("load, batched");
+    let dir = tempfile::tempdir()?;
+    let db: WritePath<M> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    let order: Vec<u32> = w.insert_order().collect();
+    let mut batch: Vec<(&[u8], Option<&[u8]>)> = Vec::with_capacity(WRITE_BATCH);
+    let start = Instant::now();
+    for chunk in order.chunks(WRITE_BATCH) {
+        batch.clear();
+        batch.extend(chunk.iter().map(|&i| (w.key(i), Some(w.value(i)))));
+        db.write_batch(&batch)?;
+    }
+    rec.batched_load_ops_per_s = Some(per_second(w.len(), start.elapsed()));
+    let (reads, correct) = read_back(w, &db, rec, "batched write path")?;
+    rec.batched_load_reads = Some(reads);
+    rec.batched_load_correct = Some(correct);
+    db.close()?;
+    Ok(())
+}
+
+/// Reads keys spread over the workload back through `db`, checking each
+/// value: (reads, correct). Wrong ones are described under `what`.
+fn read_back<M: Subject>(
+    w: &Workload,
+    db: &WritePath<M>,
+    rec: &mut MemtableRecord,
+    what: &str,
+) -> std::io::Result<(u64, u64)> {
     let step = w.len().div_ceil(WRITE_PATH_READS).max(1);
     let (mut reads, mut correct) = (0u64, 0u64);
     for &i in w.lookup.iter().step_by(step) {
@@ -276,7 +311,7 @@ fn load<M: Subject>(w: &Workload, rec: &mut MemtableRecord) -> std::io::Result<(
             got => {
                 if rec.failures.len() < MAX_FAILURES {
                     rec.failures.push(format!(
-                        "write path get {}: {}",
+                        "{what} get {}: {}",
                         w.key(i).escape_ascii(),
                         if got.is_some() {
                             "wrong value"
@@ -288,10 +323,7 @@ fn load<M: Subject>(w: &Workload, rec: &mut MemtableRecord) -> std::io::Result<(
             }
         }
     }
-    rec.write_path_reads = Some(reads);
-    rec.write_path_correct = Some(correct);
-    db.close()?;
-    Ok(())
+    Ok((reads, correct))
 }
 
 /// Phase 3: every key, shuffled, values checked.
