@@ -17,6 +17,13 @@ use memkv::memtable::{
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
+#[path = "common/radix_keys.rs"]
+mod radix_keys;
+// Keys that stress a radix tree, as the map tests' do: prefix chains, the
+// empty key, 0x00 and 0xFF, long shared prefixes around the tree's 254-byte
+// inline limit, and wide fan-out under one prefix.
+use radix_keys::radix_key as key_strategy;
+
 /// Internal key → (kind, value); `Reverse` puts newer versions first.
 type Model = BTreeMap<(Vec<u8>, Reverse<u64>), (ValueKind, Vec<u8>)>;
 
@@ -114,35 +121,6 @@ impl Op {
             value: &self.value,
         }
     }
-}
-
-/// Keys that stress a radix tree (as `tests/art_model.rs`'s do): prefix
-/// chains, the empty key, 0x00 and 0xFF, long shared prefixes around the
-/// tree's 254-byte inline limit, and wide fan-out under one prefix.
-fn key_strategy() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![
-        // A tiny alphabet with the bytes that break naive encodings (0x00,
-        // 0x01, 0xFF): keys that are prefixes of each other, the empty key.
-        4 => prop::collection::vec(
-            prop::sample::select(vec![0x00u8, 0x01, b'a', b'b', 0xFE, 0xFF]),
-            0..5,
-        ),
-        // Long shared prefixes around 254 bytes, themselves keys or extended.
-        2 => (
-            prop::sample::select(vec![11usize, 253, 254, 255, 300]),
-            prop::collection::vec(prop::sample::select(vec![b'x', 0x00, 0xFF]), 0..3),
-        )
-            .prop_map(|(n, tail)| {
-                let mut k = vec![b'p'; n];
-                k.extend(tail);
-                k
-            }),
-        // Wide fan-out under one prefix.
-        2 => any::<u8>().prop_map(|b| vec![b'w', b'/', b]),
-        1 => any::<u8>().prop_map(|b| vec![b'w', b'/', b, b'!']),
-        // Anything.
-        1 => prop::collection::vec(any::<u8>(), 0..24),
-    ]
 }
 
 /// An op's key: mostly one of a small pool drawn per case, so that the
