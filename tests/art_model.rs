@@ -68,6 +68,12 @@ enum Op {
     Retain(u32),
     /// Adds to every value through `iter_mut` (or `values_mut`).
     AddToAll(u32, bool),
+    /// Adds to the values of a range through `range_mut`, taking from the
+    /// front and the back as the sides say.
+    AddToRange(Bound<Vec<u8>>, Bound<Vec<u8>>, u32, Vec<bool>),
+    /// Through `first_entry` (or `last_entry` if true): removes the entry,
+    /// or (if false) adds one to its value.
+    EdgeEntry(bool, bool),
     /// Inserts `w/<b>` for every byte (a full Node256), then removes those
     /// the mask does not keep, back down through the smaller kinds.
     Fill256(Vec<bool>),
@@ -101,6 +107,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => key().prop_map(Op::RemoveEntry),
         1 => any::<u32>().prop_map(Op::Retain),
         1 => (any::<u32>(), any::<bool>()).prop_map(|(v, values)| Op::AddToAll(v, values)),
+        1 => (bound(), bound(), any::<u32>(), sides()).prop_map(|(a, b, v, s)| Op::AddToRange(a, b, v, s)),
+        1 => (any::<bool>(), any::<bool>()).prop_map(|(last, remove)| Op::EdgeEntry(last, remove)),
         1 => prop::collection::vec(any::<bool>(), 256).prop_map(Op::Fill256),
         1 => Just(Op::PopFirst),
         1 => Just(Op::PopLast),
@@ -333,6 +341,62 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                     *add ^ k.len() as u32
                 };
                 *v = v.wrapping_add(add);
+            }
+        }
+        Op::AddToRange(lo, hi, add, sides) => {
+            let mut it = map.range_mut::<Vec<u8>, _>((lo.clone(), hi.clone()));
+            let mut seen = Vec::new();
+            for i in 0.. {
+                let back = !sides.is_empty() && sides[i % sides.len()];
+                let Some((k, v)) = (if back { it.next_back() } else { it.next() }) else {
+                    break;
+                };
+                *v = v.wrapping_add(*add ^ k.len() as u32);
+                seen.push(k);
+            }
+            seen.sort();
+            let mut want = Vec::new();
+            for (k, v) in model.iter_mut().filter(|(k, _)| in_range(k, lo, hi)) {
+                *v = v.wrapping_add(*add ^ k.len() as u32);
+                want.push(k.clone());
+            }
+            // Each entry of the range once, from whichever end.
+            assert_eq!(seen, want, "range_mut {lo:?}..{hi:?}");
+        }
+        Op::EdgeEntry(last, remove) => {
+            let entry = if *last {
+                map.last_entry()
+            } else {
+                map.first_entry()
+            };
+            let want = if *last {
+                model.last_entry()
+            } else {
+                model.first_entry()
+            };
+            match (entry, want) {
+                (None, None) => {}
+                (Some(e), Some(w)) if *remove => {
+                    assert_eq!(
+                        e.remove_entry(),
+                        w.remove_entry(),
+                        "edge entry, last: {last}"
+                    );
+                }
+                (Some(mut e), Some(mut w)) => {
+                    assert_eq!(
+                        (e.key(), e.get()),
+                        (w.key(), w.get()),
+                        "edge entry, last: {last}"
+                    );
+                    *e.get_mut() = e.get().wrapping_add(1);
+                    *w.get_mut() = w.get().wrapping_add(1);
+                }
+                (e, w) => panic!(
+                    "edge entry, last: {last}: {:?} against {:?}",
+                    e.map(|e| e.remove_entry()),
+                    w.map(|w| w.remove_entry())
+                ),
             }
         }
         Op::Fill256(keep) => {
@@ -628,6 +692,7 @@ fn send_and_sync_follow_the_value_type() {
     fn send<T: Send>() {}
     send::<memkv::art::IterMut<'static, std::cell::Cell<u8>>>();
     send::<memkv::art::ValuesMut<'static, std::cell::Cell<u8>>>();
+    send::<memkv::art::RangeMut<'static, std::cell::Cell<u8>>>();
     send::<memkv::art::OccupiedEntry<'static, &str, std::cell::Cell<u8>>>();
     send_sync::<memkv::art::OccupiedEntry<'static, &str, u8>>();
 }

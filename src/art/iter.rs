@@ -148,46 +148,34 @@ impl<V> FusedIterator for Range<'_, V> {}
 /// [`FastArt::iter_mut`](super::FastArt::iter_mut).
 #[derive(Debug)]
 pub struct IterMut<'a, V> {
-    // A shared view of a tree borrowed exclusively: the structure is only
-    // read, and each value is handed out once.
-    art: &'a RawArt<V>,
-    raw: RawIter,
+    /// A `RangeMut` over the whole map, plus the exact count it lacks.
+    all: RangeMut<'a, V>,
     remaining: usize,
-    _exclusive: PhantomData<&'a mut V>,
 }
 
 impl<'a, V> IterMut<'a, V> {
     pub(crate) fn new(art: &'a mut RawArt<V>, raw: RawIter) -> Self {
         let remaining = art.len();
         IterMut {
-            art,
-            raw,
+            all: RangeMut::new(art, raw),
             remaining,
-            _exclusive: PhantomData,
         }
     }
 
     /// The next entry, its key borrowed from the iterator: no allocation.
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
-        let leaf = self.raw.next(self.art)?;
+        let entry = self.all.next_entry()?;
         self.remaining -= 1;
-        // SAFETY: the tree is exclusively borrowed for 'a and each leaf is
-        // returned once, so no two references to a value coexist.
-        Some((self.raw.front_key(), unsafe {
-            exclusive(self.art.leaf_value(leaf))
-        }))
+        Some(entry)
     }
 
     /// The next entry from the back, its key borrowed from the iterator.
     #[inline]
     pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
-        let leaf = self.raw.next_back(self.art)?;
+        let entry = self.all.next_back_entry()?;
         self.remaining -= 1;
-        // SAFETY: as in `next_entry`; the two ends never return the same leaf.
-        Some((self.raw.back_key(), unsafe {
-            exclusive(self.art.leaf_value(leaf))
-        }))
+        Some(entry)
     }
 }
 
@@ -210,15 +198,79 @@ impl<V> DoubleEndedIterator for IterMut<'_, V> {
     }
 }
 
-// SAFETY: an `IterMut` stands for `&mut RawArt<V>` (it is made from one and
+impl<V> ExactSizeIterator for IterMut<'_, V> {}
+impl<V> FusedIterator for IterMut<'_, V> {}
+
+/// The entries of a key range with mutable values; see
+/// [`FastArt::range_mut`](super::FastArt::range_mut).
+#[derive(Debug)]
+pub struct RangeMut<'a, V> {
+    // A shared view of a tree borrowed exclusively: the structure is only
+    // read, and each value is handed out once.
+    art: &'a RawArt<V>,
+    raw: RawIter,
+    _exclusive: PhantomData<&'a mut V>,
+}
+
+impl<'a, V> RangeMut<'a, V> {
+    pub(crate) fn new(art: &'a mut RawArt<V>, raw: RawIter) -> Self {
+        RangeMut {
+            art,
+            raw,
+            _exclusive: PhantomData,
+        }
+    }
+
+    /// The next entry, its key borrowed from the iterator: no allocation.
+    #[inline]
+    pub fn next_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
+        let leaf = self.raw.next(self.art)?;
+        // SAFETY: the tree is exclusively borrowed for 'a and each leaf is
+        // returned once, so no two references to a value coexist.
+        Some((self.raw.front_key(), unsafe {
+            exclusive(self.art.leaf_value(leaf))
+        }))
+    }
+
+    /// The next entry from the back, its key borrowed from the iterator.
+    #[inline]
+    pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
+        let leaf = self.raw.next_back(self.art)?;
+        // SAFETY: as in `next_entry`; the two ends never return the same leaf.
+        Some((self.raw.back_key(), unsafe {
+            exclusive(self.art.leaf_value(leaf))
+        }))
+    }
+}
+
+impl<'a, V> Iterator for RangeMut<'a, V> {
+    type Item = (Vec<u8>, &'a mut V);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.art.len()))
+    }
+}
+
+impl<V> DoubleEndedIterator for RangeMut<'_, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_back_entry().map(|(k, v)| (k.to_vec(), v))
+    }
+}
+
+impl<V> FusedIterator for RangeMut<'_, V> {}
+
+// SAFETY: a `RangeMut` stands for `&mut RawArt<V>` (it is made from one and
 // hands each value out once), which is `Send` when `V: Send`. Through it this
 // thread reads only the tree's structure and key bytes, which nothing changes
 // while the map is borrowed; the values it handed out may be used on other
-// threads, and it never reads them again.
-unsafe impl<V: Send> Send for IterMut<'_, V> {}
-
-impl<V> ExactSizeIterator for IterMut<'_, V> {}
-impl<V> FusedIterator for IterMut<'_, V> {}
+// threads, and it never reads them again. (`IterMut` and `ValuesMut` wrap
+// one.)
+unsafe impl<V: Send> Send for RangeMut<'_, V> {}
 
 /// The keys in order; see [`FastArt::keys`](super::FastArt::keys).
 #[derive(Clone, Debug)]

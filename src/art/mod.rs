@@ -57,7 +57,7 @@ use crate::lanes::LANES;
 
 pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
 pub use self::iter::{
-    IntoIter, IntoKeys, IntoValues, Iter, IterMut, Keys, Range, Values, ValuesMut,
+    IntoIter, IntoKeys, IntoValues, Iter, IterMut, Keys, Range, RangeMut, Values, ValuesMut,
 };
 
 use self::raw::{RawArt, RawIter};
@@ -448,6 +448,30 @@ impl<V> FastArt<V> {
         Range::new(&self.raw, raw)
     }
 
+    /// The entries whose keys lie in `range`, in key order, values mutable;
+    /// an inverted or empty range yields nothing, as in
+    /// [`range`](Self::range).
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
+    /// for (_, value) in map.range_mut("b"..) {
+    ///     *value *= 10;
+    /// }
+    /// assert_eq!(map.values().copied().collect::<Vec<_>>(), [1, 20, 30]);
+    /// ```
+    pub fn range_mut<T, R>(&mut self, range: R) -> RangeMut<'_, V>
+    where
+        T: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<T>,
+    {
+        let raw = RawIter::range(
+            &self.raw,
+            owned_bound(range.start_bound()),
+            owned_bound(range.end_bound()),
+        );
+        RangeMut::new(&mut self.raw, raw)
+    }
+
     /// The entries whose keys start with `prefix`, in key order.
     ///
     /// ```
@@ -478,6 +502,34 @@ impl<V> FastArt<V> {
     /// [`first_key_value`](Self::first_key_value).
     pub fn last_key_value(&self) -> Option<(Vec<u8>, &V)> {
         self.iter().next_back()
+    }
+
+    /// The entry of the first key, for in-place manipulation. Its key is
+    /// assembled into a new `Vec`, as in
+    /// [`first_key_value`](Self::first_key_value).
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// if let Some(mut first) = map.first_entry() {
+    ///     *first.get_mut() += 10;
+    /// }
+    /// map.last_entry().unwrap().remove();
+    /// assert_eq!(map.iter().collect::<Vec<_>>(), [(b"a".to_vec(), &11)]);
+    /// ```
+    pub fn first_entry(&mut self) -> Option<OccupiedEntry<'_, Vec<u8>, V>> {
+        let key = self.iter().next()?.0;
+        self.occupied(key)
+    }
+
+    /// The entry of the last key; see [`first_entry`](Self::first_entry).
+    pub fn last_entry(&mut self) -> Option<OccupiedEntry<'_, Vec<u8>, V>> {
+        let key = self.iter().next_back()?.0;
+        self.occupied(key)
+    }
+
+    fn occupied(&mut self, key: Vec<u8>) -> Option<OccupiedEntry<'_, Vec<u8>, V>> {
+        let value = self.raw.get(&key)?;
+        Some(OccupiedEntry::new(self, key, value))
     }
 
     /// Removes and returns the first entry in key order.
