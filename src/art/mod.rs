@@ -440,12 +440,7 @@ impl<V> FastArt<V> {
         T: AsRef<[u8]> + ?Sized,
         R: RangeBounds<T>,
     {
-        let raw = RawIter::range(
-            &self.raw,
-            owned_bound(range.start_bound()),
-            owned_bound(range.end_bound()),
-        );
-        Range::new(&self.raw, raw)
+        Range::new(&self.raw, self.raw_range(range))
     }
 
     /// The entries whose keys lie in `range`, in key order, values mutable;
@@ -464,12 +459,17 @@ impl<V> FastArt<V> {
         T: AsRef<[u8]> + ?Sized,
         R: RangeBounds<T>,
     {
-        let raw = RawIter::range(
+        let raw = self.raw_range(range);
+        RangeMut::new(&mut self.raw, raw)
+    }
+
+    /// A raw iterator over the keys in `range`.
+    fn raw_range<T: AsRef<[u8]> + ?Sized>(&self, range: impl RangeBounds<T>) -> RawIter {
+        RawIter::range(
             &self.raw,
             owned_bound(range.start_bound()),
             owned_bound(range.end_bound()),
-        );
-        RangeMut::new(&mut self.raw, raw)
+        )
     }
 
     /// The entries whose keys start with `prefix`, in key order.
