@@ -373,3 +373,69 @@ fn clear_waits_for_a_running_merge() {
     );
     assert_eq!(map.len(), 1);
 }
+
+/// Threads count into shared keys through `entry`: each count is a read and
+/// a write under one lock, so none is lost, merges running or not.
+#[test]
+fn entries_count_without_losing_updates() {
+    const THREADS: u64 = 4;
+    const COUNTS: u64 = 3_000;
+    const KEYS: u64 = 7;
+    let map: HybridMap<u64> = HybridConfig::new().min_delta_keys(2).key_ratio(0.5).build();
+    thread::scope(|s| {
+        for t in 0..THREADS {
+            let map = &map;
+            s.spawn(move || {
+                for i in 0..COUNTS {
+                    let key = format!("count/{}", (i + t) % KEYS);
+                    map.entry(key).and_modify(|n| *n += 1).or_insert(1);
+                    // Writes of other keys keep the policy merging.
+                    map.insert(format!("other/{t}/{i}"), i);
+                }
+            });
+        }
+    });
+    let total: u64 = map.prefix("count/").map(|(_, n)| n).sum();
+    assert_eq!(total, THREADS * COUNTS);
+    assert!(map.stats().merges > 0, "{:?}", map.stats());
+}
+
+/// `retain` never removes an entry on the strength of a value that another
+/// thread has overwritten since its snapshot: it asks again.
+#[test]
+fn retain_asks_again_about_an_entry_written_meanwhile() {
+    let map: HybridMap<u64> = (0..10u64).map(|i| (format!("k{i}"), 1)).collect();
+    map.freeze().unwrap();
+    let asked = Mutex::new(Vec::new());
+    let (to_writer, writer_inbox) = std::sync::mpsc::channel::<()>();
+    let (to_retain, written) = std::sync::mpsc::channel::<()>();
+    thread::scope(|s| {
+        let map = &map;
+        s.spawn(move || {
+            // Overwrites k5 with an even value while `retain` is deciding
+            // about its odd one.
+            writer_inbox.recv().unwrap();
+            assert_eq!(map.insert("k5", 2), Some(1));
+            to_retain.send(()).unwrap();
+        });
+        map.retain(|key, value| {
+            asked.lock().unwrap().push((key.to_vec(), *value));
+            if key == b"k5" && *value == 1 {
+                to_writer.send(()).unwrap();
+                written.recv().unwrap();
+            }
+            value % 2 == 0
+        });
+    });
+    let asked = asked.into_inner().unwrap();
+    let about_k5: Vec<u64> = asked
+        .iter()
+        .filter(|(k, _)| k == b"k5")
+        .map(|(_, v)| *v)
+        .collect();
+    assert_eq!(about_k5, [1, 2], "asked again, with the new value");
+    // Asked once about every other key: nothing else wrote.
+    assert_eq!(asked.len(), 11);
+    assert_eq!(map.iter().collect::<Vec<_>>(), [(b"k5".to_vec(), 2)]);
+    assert_eq!(map.len(), 1);
+}

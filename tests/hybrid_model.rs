@@ -95,11 +95,37 @@ enum Op {
     Prefix(Vec<u8>),
     Iterate,
     Edges,
+    /// `pop_first` (`true`) or `pop_last`.
+    Pop(bool),
+    /// One use of the entry API, on the key or (if the index is there and
+    /// the map is not empty) a stored key.
+    Entry(Vec<u8>, Option<prop::sample::Index>, u64, EntryUse),
+    /// `retain`, keeping the entries for which `(value + key length) % 3`
+    /// differs from the number.
+    Retain(u64),
     Freeze,
     Background,
     /// A `freeze` made to fail: its delta stays sealed.
     FailedFreeze,
     Clear(BeforeClear),
+}
+
+/// What an [`Op::Entry`] does with its entry.
+#[derive(Clone, Debug)]
+enum EntryUse {
+    OrInsert,
+    /// `and_modify` (add the value), then `or_insert`.
+    Count,
+    OrDefault,
+    /// Drops the entry after looking: no write.
+    Look,
+    /// If occupied: `insert`, then `remove` through the same entry (a key
+    /// in the base must end up hidden by a tombstone, not uncovered).
+    InsertThenRemove,
+    /// If occupied: `remove_entry`.
+    Remove,
+    /// If vacant: `insert`.
+    InsertIfVacant,
 }
 
 /// What happens just before a `clear`, besides the earlier ops.
@@ -152,6 +178,17 @@ fn op_without_merges() -> impl Strategy<Value = Op> {
         2 => key().prop_map(Op::Prefix),
         1 => Just(Op::Iterate),
         2 => Just(Op::Edges),
+        2 => any::<bool>().prop_map(Op::Pop),
+        4 => (key(), prop::option::of(any::<prop::sample::Index>()), any::<u64>(), prop_oneof![
+            Just(EntryUse::OrInsert),
+            Just(EntryUse::Count),
+            Just(EntryUse::OrDefault),
+            Just(EntryUse::Look),
+            Just(EntryUse::InsertThenRemove),
+            Just(EntryUse::Remove),
+            Just(EntryUse::InsertIfVacant),
+        ]).prop_map(|(k, stored, v, how)| Op::Entry(k, stored, v, how)),
+        1 => (0..4u64).prop_map(Op::Retain),
     ]
 }
 
@@ -279,6 +316,34 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 prop_assert_eq!(map.first_key_value(), first);
                 prop_assert_eq!(map.last_key_value(), last);
             }
+            Op::Pop(first) => {
+                let (got, want) = if first {
+                    (map.pop_first(), model.pop_first())
+                } else {
+                    (map.pop_last(), model.pop_last())
+                };
+                prop_assert_eq!(got, want);
+            }
+            Op::Entry(key, stored, value, how) => {
+                let key = match stored {
+                    Some(pick) if !model.is_empty() => {
+                        pick.get(&model.keys().collect::<Vec<_>>()).to_vec()
+                    }
+                    _ => key,
+                };
+                entry_use(&map, &mut model, key, value, how)?;
+            }
+            Op::Retain(rule) => {
+                let keep = |key: &[u8], value: &Val| (value.0 % 3 + key.len() as u64) % 3 != rule;
+                let mut asked = 0;
+                map.retain(|key, value| {
+                    asked += 1;
+                    keep(key, value)
+                });
+                // Asked once per entry: no other thread wrote meanwhile.
+                prop_assert_eq!(asked, model.len());
+                model.retain(|key, value| keep(key, value));
+            }
             Op::Freeze => {
                 map.freeze().unwrap();
                 let stats = map.stats();
@@ -351,6 +416,74 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
     prop_assert_eq!(stats.last_merge_at.is_some(), stats.merges > 0);
     // The owned iterator outlives the map it came from.
     prop_assert_eq!(map.into_iter().collect::<Vec<_>>(), want);
+    Ok(())
+}
+
+/// Runs one [`Op::Entry`] on the map and the model.
+fn entry_use(
+    map: &HybridMap<Val>,
+    model: &mut BTreeMap<Vec<u8>, Val>,
+    key: Vec<u8>,
+    value: u64,
+    how: EntryUse,
+) -> Result<(), TestCaseError> {
+    use memkv::hybrid::Entry;
+    use std::collections::btree_map;
+
+    let entry = map.entry(&key);
+    prop_assert_eq!(*entry.key(), &key);
+    let model_entry = model.entry(key.clone());
+    prop_assert_eq!(
+        matches!(entry, Entry::Occupied(_)),
+        matches!(model_entry, btree_map::Entry::Occupied(_))
+    );
+    match how {
+        EntryUse::OrInsert => {
+            prop_assert_eq!(
+                entry.or_insert(Val(value)),
+                *model_entry.or_insert(Val(value))
+            );
+        }
+        EntryUse::Count => {
+            let add = |v: &mut Val| v.0 = v.0.wrapping_add(value);
+            let got = entry.and_modify(add).or_insert(Val(value));
+            prop_assert_eq!(got, *model_entry.and_modify(add).or_insert(Val(value)));
+        }
+        EntryUse::OrDefault => {
+            let got = entry.or_insert_with_key(|k| Val(k.len() as u64));
+            prop_assert_eq!(got, *model_entry.or_insert(Val(key.len() as u64)));
+        }
+        EntryUse::Look => {
+            if let (Entry::Occupied(got), btree_map::Entry::Occupied(want)) = (&entry, &model_entry)
+            {
+                prop_assert_eq!(got.get(), want.get());
+            }
+            // Releases the lock (the map is read below).
+            drop(entry);
+        }
+        EntryUse::InsertThenRemove => {
+            if let (Entry::Occupied(mut got), btree_map::Entry::Occupied(mut want)) =
+                (entry, model_entry)
+            {
+                prop_assert_eq!(got.insert(Val(value)), want.insert(Val(value)));
+                prop_assert_eq!(got.get(), want.get());
+                prop_assert_eq!(got.remove(), want.remove());
+            }
+        }
+        EntryUse::Remove => {
+            if let (Entry::Occupied(got), btree_map::Entry::Occupied(want)) = (entry, model_entry) {
+                let (k, v) = got.remove_entry();
+                prop_assert_eq!((k.clone(), v), want.remove_entry());
+            }
+        }
+        EntryUse::InsertIfVacant => {
+            if let (Entry::Vacant(got), btree_map::Entry::Vacant(want)) = (entry, model_entry) {
+                prop_assert_eq!(got.insert(Val(value)), *want.insert(Val(value)));
+            }
+        }
+    }
+    // The entry's lock is released: the map reads as the model.
+    prop_assert_eq!(map.get(&key), model.get(&key).copied());
     Ok(())
 }
 
