@@ -79,6 +79,12 @@ enum Op {
     Fill256(Vec<bool>),
     PopFirst,
     PopLast,
+    /// `split_off` at the key or (with an index, if any is stored) a stored
+    /// key; both halves are checked, then joined again by `append`, into
+    /// the first half or (if true) the second.
+    SplitOff(Vec<u8>, Option<prop::sample::Index>, bool),
+    /// A second map of these entries, appended.
+    Append(Vec<(Vec<u8>, u32)>),
     Clear,
     Compact,
 }
@@ -112,6 +118,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => prop::collection::vec(any::<bool>(), 256).prop_map(Op::Fill256),
         1 => Just(Op::PopFirst),
         1 => Just(Op::PopLast),
+        2 => (key(), prop::option::of(any::<prop::sample::Index>()), any::<bool>())
+            .prop_map(|(k, stored, into_second)| Op::SplitOff(k, stored, into_second)),
+        1 => entries().prop_map(Op::Append),
         1 => Just(Op::Clear),
         1 => Just(Op::Compact),
     ]
@@ -417,6 +426,34 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
         }
         Op::PopFirst => assert_eq!(map.pop_first(), model.pop_first()),
         Op::PopLast => assert_eq!(map.pop_last(), model.pop_last()),
+        Op::SplitOff(key, stored, into_second) => {
+            let key = match stored {
+                Some(pick) if !model.is_empty() => {
+                    pick.get(&model.keys().collect::<Vec<_>>()).to_vec()
+                }
+                _ => key.clone(),
+            };
+            let mut second = map.split_off(&key);
+            let model_second = model.split_off(&key);
+            for (half, want) in [(&*map, &*model), (&second, &model_second)] {
+                half.check_invariants().expect("a half after split_off");
+                assert_eq!(half.len(), want.len());
+                assert!(half.iter().eq(want.iter().map(|(k, v)| (k.clone(), v))));
+            }
+            if *into_second {
+                second.append(map);
+                *map = second;
+            } else {
+                map.append(&mut second);
+            }
+            model.extend(model_second);
+        }
+        Op::Append(entries) => {
+            let mut other: FastArt<u32> = entries.iter().map(|(k, v)| (k, *v)).collect();
+            map.append(&mut other);
+            assert!(other.is_empty());
+            model.extend(entries.iter().cloned());
+        }
         Op::Clear => {
             map.clear();
             model.clear();

@@ -48,6 +48,7 @@ pub(crate) mod raw;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::mem;
 use std::ops::{Index, RangeBounds};
 
 use crate::Error;
@@ -551,6 +552,61 @@ impl<V> FastArt<V> {
         let key = self.iter().next_back()?.0;
         let value = self.remove(&key)?;
         Some((key, value))
+    }
+
+    /// Moves every entry of `other` into this map, leaving `other` empty. An
+    /// entry of `other` replaces one with the same key here, as in
+    /// [`BTreeMap::append`](std::collections::BTreeMap::append).
+    ///
+    /// Into an empty map this is a swap. Otherwise it costs one insert per
+    /// entry of `other` (batched, as [`extend`](Self::extend) does): the
+    /// nodes live in each map's own arena, so a tree cannot take over
+    /// another's nodes as they are.
+    ///
+    /// ```
+    /// let mut a: memkv::FastArt<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// let mut b: memkv::FastArt<u8> = [("b", 20), ("c", 30)].into_iter().collect();
+    /// a.append(&mut b);
+    /// assert!(b.is_empty());
+    /// assert_eq!(a.values().copied().collect::<Vec<_>>(), [1, 20, 30]);
+    /// ```
+    pub fn append(&mut self, other: &mut FastArt<V>) {
+        if self.is_empty() {
+            mem::swap(self, other);
+        } else {
+            self.extend(mem::take(other));
+        }
+    }
+
+    /// Splits the map in two at `key`: returns the entries whose keys are
+    /// `key` or after it, and keeps those before, as
+    /// [`BTreeMap::split_off`](std::collections::BTreeMap::split_off).
+    ///
+    /// Costs a removal and an insert per entry moved, except when every
+    /// entry moves (the map is handed over whole) or none does.
+    ///
+    /// ```
+    /// let mut a: memkv::FastArt<u8> = [("a", 1), ("ab", 2), ("b", 3)].into_iter().collect();
+    /// let b = a.split_off("ab");
+    /// assert_eq!(a.keys().collect::<Vec<_>>(), [b"a".to_vec()]);
+    /// assert_eq!(b.keys().collect::<Vec<_>>(), [b"ab".to_vec(), b"b".to_vec()]);
+    /// ```
+    pub fn split_off(&mut self, key: impl AsRef<[u8]>) -> FastArt<V> {
+        let key = key.as_ref();
+        let mut tail = FastArt::new();
+        match self.keys().next() {
+            None => return tail,
+            Some(first) if first.as_slice() >= key => return mem::take(self),
+            Some(_) => {}
+        }
+        // From the back, so each step finds its entry by one descent.
+        while let Some(last) = self.last_entry()
+            && last.key().as_slice() >= key
+        {
+            let (moved, value) = last.remove_entry();
+            tail.insert(moved, value);
+        }
+        tail
     }
 
     /// Re-lays the map out in memory for reading, and frees the space that
