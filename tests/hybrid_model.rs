@@ -116,7 +116,7 @@ enum EntryUse {
     OrInsert,
     /// `and_modify` (add the value), then `or_insert`.
     Count,
-    OrDefault,
+    OrInsertWithKey,
     /// Drops the entry after looking: no write.
     Look,
     /// If occupied: `insert`, then `remove` through the same entry (a key
@@ -182,7 +182,7 @@ fn op_without_merges() -> impl Strategy<Value = Op> {
         4 => (key(), prop::option::of(any::<prop::sample::Index>()), any::<u64>(), prop_oneof![
             Just(EntryUse::OrInsert),
             Just(EntryUse::Count),
-            Just(EntryUse::OrDefault),
+            Just(EntryUse::OrInsertWithKey),
             Just(EntryUse::Look),
             Just(EntryUse::InsertThenRemove),
             Just(EntryUse::Remove),
@@ -449,7 +449,7 @@ fn entry_use(
             let got = entry.and_modify(add).or_insert(Val(value));
             prop_assert_eq!(got, *model_entry.and_modify(add).or_insert(Val(value)));
         }
-        EntryUse::OrDefault => {
+        EntryUse::OrInsertWithKey => {
             let got = entry.or_insert_with_key(|k| Val(k.len() as u64));
             prop_assert_eq!(got, *model_entry.or_insert(Val(key.len() as u64)));
         }
@@ -484,6 +484,7 @@ fn entry_use(
     }
     // The entry's lock is released: the map reads as the model.
     prop_assert_eq!(map.get(&key), model.get(&key).copied());
+    prop_assert_eq!(map.contains_key(&key), model.contains_key(&key));
     Ok(())
 }
 

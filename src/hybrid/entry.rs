@@ -84,24 +84,28 @@ where
     /// Writes `value` for `key`, which the map did not hold if `new`.
     fn write(&mut self, key: &[u8], value: V, new: bool) {
         let lock = self.lock();
-        lock.fresh.put(key, lock.hash, Some(value));
+        let replaced = lock.fresh.put(key, lock.hash, Some(value));
         if new {
             self.map.inner.len.fetch_add(1, Ordering::Release);
         }
         self.wrote = true;
+        // Last: its `Drop` may panic.
+        drop(replaced);
     }
 
     /// Removes `key`, which the map holds (as `remove_from` would).
     fn remove(&mut self, key: &[u8]) {
         let older_present = self.older_present;
         let lock = self.lock();
-        if older_present {
-            lock.fresh.put(key, lock.hash, None);
+        let removed = if older_present {
+            lock.fresh.put(key, lock.hash, None)
         } else {
-            lock.fresh.remove(key);
-        }
+            lock.fresh.remove(key)
+        };
         self.map.inner.len.fetch_sub(1, Ordering::Release);
         self.wrote = true;
+        // Last: its `Drop` may panic.
+        drop(removed);
     }
 }
 
@@ -110,8 +114,10 @@ where
     V: FrozenValue + Clone + Send + Sync + 'static,
 {
     fn drop(&mut self) {
+        // Not while unwinding: an inline merge can take seconds.
         if let Some(lock) = self.lock.take()
             && self.wrote
+            && !std::thread::panicking()
         {
             self.map.unlock_after_write(lock.fresh, &lock.layers);
         }

@@ -55,21 +55,22 @@
 //!
 //! | operation | holds | may wait for |
 //! |---|---|---|
-//! | [`get`](HybridMap::get), [`contains_key`](HybridMap::contains_key) | the fresh delta's read lock during one lookup in it | a writer's single update of the fresh delta (a `FastArt` insert or remove: well under a microsecond, a few µs when the arena grows a chunk), or a merge's seal (one swap) |
+//! | [`get`](HybridMap::get), [`contains_key`](HybridMap::contains_key) | the fresh delta's read lock during one lookup in it | a writer's single update of the fresh delta (a `FastArt` insert or remove: well under a microsecond, a few µs when the arena grows a chunk), a merge's seal (one swap), or the longer holders of the write lock below: a live [`Entry`], a `pop_first`/`pop_last`, a `retain` asking again |
 //! | [`get_many`](HybridMap::get_many) | the read lock while it looks the whole batch up in the fresh delta (mostly one filter probe per key) | as `get` |
 //! | [`insert`](HybridMap::insert), [`remove`](HybridMap::remove), each entry of [`extend`](HybridMap::extend) | the write lock during one `FastArt` update (and, when the fresh delta outgrows its filter's sizing — only if merges fall behind or never run — one rebuild of the filter from its keys: ~0.3 µs per key, 0.15 s at 500 k entries) | readers' lookups in the fresh delta, iterators' copies (below), other writers |
 //! | [`iter`](HybridMap::iter), [`range`](HybridMap::range), [`prefix`](HybridMap::prefix) | the read lock while copying the fresh delta's entries in range | as `get` |
 //! | [`first_key_value`](HybridMap::first_key_value), [`last_key_value`](HybridMap::last_key_value) | the read lock for one descent per layer, repeated past each tombstone at that end | as `get` |
-//! | [`pop_first`](HybridMap::pop_first), [`pop_last`](HybridMap::pop_last) | the write lock while it finds the entry (as `first_key_value`, and one lookup of its key below the fresh delta) and removes it | as `insert` |
-//! | [`entry`](HybridMap::entry) | the write lock from the call until the entry is dropped | as `insert` |
-//! | [`retain`](HybridMap::retain) | the read lock for its snapshot (as `iter`), then the write lock for each removal | as `iter`, then as `insert` |
+//! | [`pop_first`](HybridMap::pop_first), [`pop_last`](HybridMap::pop_last) | the write lock while it finds the entry (as `first_key_value`: one step per tombstone at that end, so ends thick with tombstones, as when a frozen map is drained by pops, make it slow until the next merge clears them) and looks its key up below the fresh delta, then removes it | as `insert` |
+//! | [`entry`](HybridMap::entry) | the write lock from the call until the entry is dropped: as long as the caller keeps it | as `insert` |
+//! | [`retain`](HybridMap::retain) | the read lock for its snapshot (as `iter`), then the write lock for each entry rejected, while `keep` is asked again if another writer came since the snapshot, and the entry removed | as `iter`, then as `insert` |
 //! | [`freeze`](HybridMap::freeze), [`save`](HybridMap::save), [`clear`](HybridMap::clear) | the merge lock | a merge already running, to its end |
 //!
 //! Readers never wait for a merge: the base and the sealed deltas are
 //! immutable and read through `Arc`s, and the lookups in them (the costly
 //! part, a few microseconds in the fst) happen after the lock is released.
 //! Writers look up a key's old value in the base, too, before taking the
-//! write lock. No lock is held while a merge builds.
+//! write lock (`pop_first`/`pop_last`, which must find their key first, do
+//! it under the lock). No lock is held while a merge builds.
 //!
 //! # Iterators
 //!
@@ -777,10 +778,12 @@ where
         let WriteLock {
             mut fresh,
             layers,
-            older,
+            mut older,
             hash,
         } = lock;
-        let old = insert_into(&mut fresh, key, hash, value, older);
+        // `older`, if not returned, is dropped after `len` is right: its
+        // `Drop` may panic.
+        let old = insert_into(&mut fresh, key, hash, value, &mut older);
         if old.is_none() {
             self.inner.len.fetch_add(1, Ordering::Release);
         }
@@ -812,10 +815,11 @@ where
         let WriteLock {
             mut fresh,
             layers,
-            older,
+            mut older,
             hash,
         } = lock;
-        let old = remove_from(&mut fresh, key, hash, older);
+        // As in `insert_locked`: `older` is dropped after `len` is right.
+        let old = remove_from(&mut fresh, key, hash, &mut older);
         if old.is_some() {
             self.inner.len.fetch_sub(1, Ordering::Release);
             self.unlock_after_write(fresh, &layers);
@@ -971,6 +975,12 @@ where
     /// so no other write comes between: what it returns was the first
     /// entry when it was removed.
     ///
+    /// Popping a key that lives below the fresh delta leaves a tombstone,
+    /// and finding the first entry steps over each tombstone at that end
+    /// (as [`first_key_value`](Self::first_key_value) does), so draining a
+    /// large frozen map by pops slows as the tombstones pile up, until a
+    /// merge clears them: iterate and [`clear`](Self::clear) instead.
+    ///
     /// ```
     /// let map: memkv::HybridMap<u8> = [("a", 1), ("b", 2)].into_iter().collect();
     /// map.freeze()?;
@@ -1025,11 +1035,12 @@ where
     /// [`insert`](Self::insert) or [`entry`](Self::entry) for that.
     ///
     /// Other threads may write meanwhile. An entry written after the snapshot
-    /// is never removed on the strength of its old value: if any write came
-    /// between the snapshot and the removal, `keep` is asked again, under the
-    /// write lock, with the entry's current value (so it may see a key twice,
-    /// and must not use the map then). Keys inserted after the snapshot are
-    /// not visited. If `keep` panics, the entries removed so far stay
+    /// is never removed on the strength of its old value: once any other
+    /// write has come since the snapshot, `keep` is asked again about each
+    /// entry it rejects, under the write lock, with the entry's current
+    /// value. So it may see a key twice, and it must not use the map (it
+    /// cannot tell which call holds the lock). Keys inserted after the
+    /// snapshot are not visited. If `keep` panics, the entries removed so far stay
     /// removed.
     ///
     /// ```
@@ -1043,17 +1054,20 @@ where
     /// # Ok::<(), memkv::Error>(())
     /// ```
     pub fn retain(&self, mut keep: impl FnMut(&[u8], &V) -> bool) {
-        let (mut entries, mut locks_seen) =
+        let (mut entries, snapshot_locks) =
             self.snapshot_with_locks(Bound::Unbounded, Bound::Unbounded);
+        let mut own_locks = 0;
         while let Some((key, value)) = entries.next_entry() {
             if keep(key, &value) {
                 continue;
             }
             let lock = self.inner.lock_for_write(key);
-            let locks = self.inner.write_locks.load(Ordering::Relaxed);
-            // Ours is the only write lock taken since the last reading.
-            let unchanged = locks == locks_seen + 1;
-            locks_seen = locks;
+            own_locks += 1;
+            // Only our own write locks since the snapshot: every entry is
+            // as the snapshot has it. Once another writer came, that stays
+            // unknown for the rest of the walk.
+            let unchanged =
+                self.inner.write_locks.load(Ordering::Relaxed) == snapshot_locks + own_locks;
             if !unchanged {
                 let current = match lock.fresh.lookup(key, lock.hash) {
                     Some(slot) => slot.cloned(),
@@ -1299,26 +1313,28 @@ fn edge_in<V: FrozenValue + Clone>(
 }
 
 /// Writes `value` for `key` to the fresh delta, over older layers that
-/// hold `older` for it; returns the value the map had. The caller holds the
-/// write lock and counts a new key in `len`.
+/// hold `older` for it; returns the value the map had (taken from `older`
+/// if it is that one). The caller holds the write lock, counts a new key in
+/// `len`, and only then drops what is left in `older`.
 fn insert_into<V>(
     fresh: &mut Delta<V>,
     key: &[u8],
     hash: u64,
     value: V,
-    older: Option<V>,
+    older: &mut Option<V>,
 ) -> Option<V> {
     match fresh.put(key, hash, Some(value)) {
         Some(Some(old)) => Some(old),
         Some(None) => None,
-        None => older,
+        None => older.take(),
     }
 }
 
 /// Removes `key` through the fresh delta, over older layers that hold
-/// `older` for it; returns the value the map had. The caller holds the
-/// write lock and uncounts a removed key in `len`.
-fn remove_from<V>(fresh: &mut Delta<V>, key: &[u8], hash: u64, older: Option<V>) -> Option<V> {
+/// `older` for it; returns the value the map had (taken from `older` if it
+/// is that one). The caller holds the write lock, uncounts a removed key in
+/// `len`, and only then drops what is left in `older`.
+fn remove_from<V>(fresh: &mut Delta<V>, key: &[u8], hash: u64, older: &mut Option<V>) -> Option<V> {
     match fresh.lookup(key, hash) {
         // Only this delta has it: remove it outright.
         Some(Some(_)) if older.is_none() => fresh.remove(key).flatten(),
@@ -1329,7 +1345,7 @@ fn remove_from<V>(fresh: &mut Delta<V>, key: &[u8], hash: u64, older: Option<V>)
             if older.is_some() {
                 fresh.put(key, hash, None);
             }
-            older
+            older.take()
         }
     }
 }
