@@ -381,7 +381,13 @@ fn entries_count_without_losing_updates() {
     const THREADS: u64 = 4;
     const COUNTS: u64 = 3_000;
     const KEYS: u64 = 7;
-    let map: HybridMap<u64> = HybridConfig::new().min_delta_keys(2).key_ratio(0.5).build();
+    // Inline merges: they surely run while the threads count, however
+    // busy the machine (a background merge may not finish before the end).
+    let map: HybridMap<u64> = HybridConfig::new()
+        .min_delta_keys(2)
+        .key_ratio(0.5)
+        .background(false)
+        .build();
     thread::scope(|s| {
         for t in 0..THREADS {
             let map = &map;
@@ -396,8 +402,33 @@ fn entries_count_without_losing_updates() {
         }
     });
     let total: u64 = map.prefix("count/").map(|(_, n)| n).sum();
-    assert_eq!(total, THREADS * COUNTS);
+    assert_eq!(total, THREADS * COUNTS, "{:?}", map.stats());
     assert!(map.stats().merges > 0, "{:?}", map.stats());
+}
+
+/// Runs `retain` keeping even values on `map`, while another thread sets
+/// `written` to 2 when `retain` first asks about `trigger` (and waits for
+/// it); returns every `(key, value)` that `retain` asked about.
+fn retain_with_a_write(map: &HybridMap<u64>, trigger: &[u8], written: &str) -> Vec<(Vec<u8>, u64)> {
+    let mut asked = Vec::new();
+    let (to_writer, writer_inbox) = std::sync::mpsc::channel::<()>();
+    let (to_retain, done) = std::sync::mpsc::channel::<()>();
+    thread::scope(|s| {
+        s.spawn(move || {
+            writer_inbox.recv().unwrap();
+            assert_eq!(map.insert(written, 2), Some(1));
+            to_retain.send(()).unwrap();
+        });
+        map.retain(|key, value| {
+            if key == trigger && !asked.iter().any(|(k, _)| k == trigger) {
+                to_writer.send(()).unwrap();
+                done.recv().unwrap();
+            }
+            asked.push((key.to_vec(), *value));
+            value % 2 == 0
+        });
+    });
+    asked
 }
 
 /// `retain` never removes an entry on the strength of a value that another
@@ -406,28 +437,9 @@ fn entries_count_without_losing_updates() {
 fn retain_asks_again_about_an_entry_written_meanwhile() {
     let map: HybridMap<u64> = (0..10u64).map(|i| (format!("k{i}"), 1)).collect();
     map.freeze().unwrap();
-    let asked = Mutex::new(Vec::new());
-    let (to_writer, writer_inbox) = std::sync::mpsc::channel::<()>();
-    let (to_retain, written) = std::sync::mpsc::channel::<()>();
-    thread::scope(|s| {
-        let map = &map;
-        s.spawn(move || {
-            // Overwrites k5 with an even value while `retain` is deciding
-            // about its odd one.
-            writer_inbox.recv().unwrap();
-            assert_eq!(map.insert("k5", 2), Some(1));
-            to_retain.send(()).unwrap();
-        });
-        map.retain(|key, value| {
-            asked.lock().unwrap().push((key.to_vec(), *value));
-            if key == b"k5" && *value == 1 {
-                to_writer.send(()).unwrap();
-                written.recv().unwrap();
-            }
-            value % 2 == 0
-        });
-    });
-    let asked = asked.into_inner().unwrap();
+    // k5 is overwritten with an even value while `retain` decides about
+    // its odd one.
+    let asked = retain_with_a_write(&map, b"k5", "k5");
     let about_k5: Vec<u64> = asked
         .iter()
         .filter(|(k, _)| k == b"k5")
@@ -448,29 +460,9 @@ fn retain_asks_again_about_an_entry_written_meanwhile() {
 fn retain_remembers_a_write_to_a_later_key() {
     let map: HybridMap<u64> = [("a", 1), ("b", 1)].into_iter().collect();
     map.freeze().unwrap();
-    let asked = Mutex::new(Vec::new());
-    let (to_writer, writer_inbox) = std::sync::mpsc::channel::<()>();
-    let (to_retain, written) = std::sync::mpsc::channel::<()>();
-    thread::scope(|s| {
-        let map = &map;
-        s.spawn(move || {
-            writer_inbox.recv().unwrap();
-            assert_eq!(map.insert("b", 2), Some(1));
-            to_retain.send(()).unwrap();
-        });
-        map.retain(|key, value| {
-            let mut asked = asked.lock().unwrap();
-            if asked.is_empty() {
-                to_writer.send(()).unwrap();
-                written.recv().unwrap();
-            }
-            asked.push((key.to_vec(), *value));
-            value % 2 == 0
-        });
-    });
+    let asked = retain_with_a_write(&map, b"a", "b");
     // a: asked, then again (a write came), removed; b: asked about its
     // snapshot value 1, then again with 2, kept.
-    let asked = asked.into_inner().unwrap();
     let want = [(b"a", 1), (b"a", 1), (b"b", 1), (b"b", 2)].map(|(k, v)| (k.to_vec(), v));
     assert_eq!(asked, want);
     assert_eq!(map.iter().collect::<Vec<_>>(), [(b"b".to_vec(), 2)]);
