@@ -155,10 +155,7 @@ where
 
     /// The value, inserting `make()` if the key is absent.
     pub fn or_insert_with(self, make: impl FnOnce() -> V) -> V {
-        match self {
-            Entry::Occupied(entry) => entry.into_value(),
-            Entry::Vacant(entry) => entry.insert(make()),
-        }
+        self.or_insert_with_key(|_| make())
     }
 
     /// The value, inserting `make(key)` if the key is absent.
@@ -190,9 +187,11 @@ where
     pub fn and_modify(self, f: impl FnOnce(&mut V)) -> Self {
         match self {
             Entry::Occupied(mut entry) => {
-                let mut value = entry.value.clone();
-                f(&mut value);
-                entry.insert(value);
+                // The entry's copy is changed in place (if `f` panics, the
+                // entry goes unwritten), then written: one clone, not two.
+                f(&mut entry.value);
+                let value = entry.value.clone();
+                entry.held.write(entry.key.as_ref(), value, false);
                 Entry::Occupied(entry)
             }
             vacant => vacant,
