@@ -36,6 +36,7 @@
 //! however many merges begin or end meanwhile.
 
 use std::fmt;
+use std::mem;
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
@@ -55,10 +56,23 @@ use crate::{FastArt, FrozenLayer, FrozenValue};
 /// either has been added to `filter` since the filter was last built, so a
 /// key the filter rules out is in neither. Writes go through
 /// [`Delta::put`] and [`Delta::remove`], which keep both.
+///
+/// In the fresh delta, `ends` holds what is known to be empty at the map's
+/// ends: no layer has a live entry at or before `ends[First]`, nor at or
+/// after `ends[Last]`. [`Delta::put`] forgets a bound a new value crosses;
+/// tombstones and removals leave them true.
 pub(crate) struct Delta<V> {
     values: FastArt<V>,
     tombstones: FastArt<()>,
     filter: KeyFilter,
+    ends: [Option<Box<[u8]>>; 2],
+}
+
+/// One end of a map's key order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Edge {
+    First,
+    Last,
 }
 
 /// Byte bounds on a delta's keys.
@@ -72,7 +86,29 @@ impl<V> Delta<V> {
             values: FastArt::new(),
             tombstones: FastArt::new(),
             filter: KeyFilter::with_capacity(keys),
+            ends: [None, None],
         }
+    }
+
+    /// A key such that no layer has a live entry at or beyond it towards
+    /// `edge`, if one is known: where a search for that end may start, past
+    /// the tombstones pops leave there. Only the fresh delta's is kept up.
+    #[inline]
+    pub(crate) fn empty_end(&self, edge: Edge) -> Option<&[u8]> {
+        self.ends[edge as usize].as_deref()
+    }
+
+    /// Records that no layer has a live entry at or beyond `key` towards
+    /// `edge` (the caller holds the fresh delta's write lock and knows it).
+    pub(crate) fn set_empty_end(&mut self, edge: Edge, key: &[u8]) {
+        self.ends[edge as usize] = Some(key.into());
+    }
+
+    /// Hands what is known about the empty ends on to `next`, the fresh
+    /// delta that replaces this one at a seal (which moves entries down
+    /// and changes no key's value).
+    pub(crate) fn pass_empty_ends(&mut self, next: &mut Delta<V>) {
+        next.ends = mem::take(&mut self.ends);
     }
 
     /// Entries: values and tombstones.
@@ -92,9 +128,13 @@ impl<V> Delta<V> {
         self.tombstones.len()
     }
 
-    /// Heap bytes: the two trees and the filter.
+    /// Heap bytes: the two trees, the filter and the empty ends' keys.
     pub(crate) fn memory_usage(&self) -> usize {
-        self.values.memory_usage() + self.tombstones.memory_usage() + self.filter.memory_usage()
+        let ends: usize = self.ends.iter().flatten().map(|key| key.len()).sum();
+        self.values.memory_usage()
+            + self.tombstones.memory_usage()
+            + self.filter.memory_usage()
+            + ends
     }
 
     /// What this layer says about `key` (whose [`key_hash`] is `hash`):
@@ -118,11 +158,14 @@ impl<V> Delta<V> {
         // in the other one (most writes are of keys new to the delta).
         let known = self.filter.may_contain(hash);
         let old = match slot {
-            Some(value) => match self.values.insert(key, value) {
-                Some(old) => Some(Some(old)),
-                None if known => self.tombstones.remove(key).map(|()| None),
-                None => None,
-            },
+            Some(value) => {
+                self.forget_ends_crossed_by(key);
+                match self.values.insert(key, value) {
+                    Some(old) => Some(Some(old)),
+                    None if known => self.tombstones.remove(key).map(|()| None),
+                    None => None,
+                }
+            }
             None => match self.tombstones.insert(key, ()) {
                 Some(()) => Some(None),
                 None if known => self.values.remove(key).map(Some),
@@ -136,6 +179,19 @@ impl<V> Delta<V> {
             }
         }
         old
+    }
+
+    /// A live entry for `key` is being written: an empty end that reaches
+    /// past it no longer is.
+    #[inline]
+    fn forget_ends_crossed_by(&mut self, key: &[u8]) {
+        let [first, last] = &mut self.ends;
+        if first.as_deref().is_some_and(|end| key <= end) {
+            *first = None;
+        }
+        if last.as_deref().is_some_and(|end| key >= end) {
+            *last = None;
+        }
     }
 
     /// Removes `key`'s entry outright; returns it.
