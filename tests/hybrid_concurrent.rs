@@ -406,6 +406,64 @@ fn entries_count_without_losing_updates() {
     assert!(map.stats().merges > 0, "{:?}", map.stats());
 }
 
+#[test]
+fn pops_from_both_ends_take_each_key_once_while_a_writer_fills_in_behind_them() {
+    const FROZEN: u64 = 6_000;
+    const WRITTEN: u64 = 3_000;
+    let map: HybridMap<u64> = HybridConfig::new()
+        .min_delta_keys(64)
+        .key_ratio(0.05)
+        .background(false)
+        .build();
+    for i in 0..FROZEN {
+        map.insert(format!("q/{i:05}"), i);
+    }
+    map.freeze().unwrap();
+    let popped = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for from_front in [true, false] {
+            let (map, popped) = (&map, &popped);
+            s.spawn(move || {
+                let mut mine = Vec::new();
+                for _ in 0..FROZEN / 3 {
+                    let entry = if from_front {
+                        map.pop_first()
+                    } else {
+                        map.pop_last()
+                    };
+                    mine.push(entry.expect("more keys than pops"));
+                }
+                popped.lock().unwrap().extend(mine);
+            });
+        }
+        // New keys land everywhere, behind where the pops have reached too.
+        let map = &map;
+        s.spawn(move || {
+            for i in 0..WRITTEN {
+                map.insert(format!("q/{:05}+", (i * 7_919) % FROZEN), FROZEN + i);
+            }
+        });
+    });
+    let mut popped = popped.into_inner().unwrap();
+    while let Some(entry) = map.pop_first() {
+        popped.push(entry);
+    }
+    assert_eq!(map.len(), 0, "{:?}", map.stats());
+    popped.sort();
+    let mut expected: Vec<_> = (0..FROZEN)
+        .map(|i| (format!("q/{i:05}").into_bytes(), i))
+        .chain((0..WRITTEN).map(|i| {
+            (
+                format!("q/{:05}+", (i * 7_919) % FROZEN).into_bytes(),
+                FROZEN + i,
+            )
+        }))
+        .collect();
+    expected.sort();
+    assert_eq!(popped, expected);
+    assert!(map.stats().merges > 1, "{:?}", map.stats());
+}
+
 /// Runs `retain` keeping even values on `map`, while another thread sets
 /// `written` to 2 when `retain` first asks about `trigger` (and waits for
 /// it); returns every `(key, value)` that `retain` asked about.

@@ -1,6 +1,9 @@
 //! A value whose `Drop` panics, dropped while a write replaces or removes
 //! it: the write is done, and `len` agrees with the entries, whichever
-//! layer the dropped value came from.
+//! layer the dropped value came from. And user code that panics in the
+//! middle of a read-modify-write (a closure, a predicate, `V::clone`): the
+//! map keeps what it had, or what was written before the panic, and the
+//! write lock is free again.
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
@@ -12,10 +15,22 @@ use memkv::{HybridConfig, HybridMap};
 thread_local! {
     /// The value whose next drop on this thread panics.
     static PANIC_ON: Cell<Option<u64>> = const { Cell::new(None) };
+    /// The value whose next clone on this thread panics.
+    static PANIC_ON_CLONE: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 struct Val(u64);
+
+impl Clone for Val {
+    fn clone(&self) -> Self {
+        if PANIC_ON_CLONE.get() == Some(self.0) {
+            PANIC_ON_CLONE.set(None);
+            panic!("clone of {}", self.0);
+        }
+        Val(self.0)
+    }
+}
 
 impl Drop for Val {
     fn drop(&mut self) {
@@ -124,4 +139,84 @@ fn entry_insert() {
     };
     assert_eq!(after_panicking_drop(&map, 2, insert), (1, 1));
     assert_eq!(map.get("k"), Some(Val(3)));
+}
+
+/// Runs `call`, which must panic, and checks that the map is whole after:
+/// `len` agrees with the entries, and the write lock is free (a write from
+/// this thread would deadlock on it otherwise). Returns the entries.
+fn after_panic(map: &HybridMap<Val>, call: impl FnOnce()) -> Vec<(Vec<u8>, u64)> {
+    let result = panic::catch_unwind(AssertUnwindSafe(call));
+    assert!(result.is_err(), "the call panicked");
+    PANIC_ON_CLONE.set(None);
+    let entries: Vec<_> = map.iter().map(|(key, value)| (key, value.0)).collect();
+    assert_eq!(map.len(), entries.len());
+    map.insert("written after", Val(99));
+    assert_eq!(map.remove("written after"), Some(Val(99)));
+    entries
+}
+
+/// `a` = 1 and `b` = 2 in the base, `c` = 3 in the fresh delta.
+fn over_base_and_delta() -> HybridMap<Val> {
+    let map = HybridConfig::new().manual().build();
+    map.insert("a", Val(1));
+    map.insert("b", Val(2));
+    map.freeze().unwrap();
+    map.insert("c", Val(3));
+    map
+}
+
+fn entries(pairs: &[(&str, u64)]) -> Vec<(Vec<u8>, u64)> {
+    pairs
+        .iter()
+        .map(|&(key, value)| (key.as_bytes().to_vec(), value))
+        .collect()
+}
+
+#[test]
+fn retain_with_a_panicking_predicate_keeps_what_it_had_not_yet_removed() {
+    let map = over_base_and_delta();
+    let left = after_panic(&map, || {
+        map.retain(|key, _| match key {
+            b"a" => false,
+            b"b" => panic!("the predicate panics at b"),
+            _ => false,
+        })
+    });
+    assert_eq!(left, entries(&[("b", 2), ("c", 3)]));
+}
+
+#[test]
+fn entry_closures_that_panic_write_nothing() {
+    let map = over_base_and_delta();
+    let left = after_panic(&map, || {
+        map.entry("d").or_insert_with(|| panic!("no value for d"));
+    });
+    assert_eq!(left, entries(&[("a", 1), ("b", 2), ("c", 3)]));
+    for key in ["a", "c"] {
+        let left = after_panic(&map, || {
+            map.entry(key).and_modify(|value| {
+                value.0 += 10;
+                panic!("half-way through a change of {key}")
+            });
+        });
+        assert_eq!(left, entries(&[("a", 1), ("b", 2), ("c", 3)]), "{key}");
+    }
+}
+
+#[test]
+fn a_panicking_clone_leaves_pops_and_entries_undone() {
+    let map = over_base_and_delta();
+    // Values in a delta are cloned as they are found (the base's are
+    // decoded): `c`'s clone panics in each of these.
+    let calls: [&dyn Fn(); 4] = [
+        &|| drop(map.pop_last()),
+        &|| drop(map.entry("c").and_modify(|value| value.0 += 1)),
+        &|| drop(map.entry("c").or_insert(Val(7))),
+        &|| drop(map.last_key_value()),
+    ];
+    for (i, call) in calls.into_iter().enumerate() {
+        PANIC_ON_CLONE.set(Some(3));
+        let left = after_panic(&map, call);
+        assert_eq!(left, entries(&[("a", 1), ("b", 2), ("c", 3)]), "call {i}");
+    }
 }
