@@ -3,14 +3,16 @@
 //!
 //! ```sh
 //! cargo run --release -p memkv-bench --example pop_drain                 # the embedded 100k sample
+//! cargo run --release -p memkv-bench --example pop_drain -- --peek       # first/last_key_value + remove
 //! cargo run --release -p memkv-bench --example pop_drain -- --dataset data/debian-paths.txt
 //! ```
 //!
 //! The keys (each with its line number as the value) go into a map with
 //! the manual policy and are frozen into the base; then pops from
-//! alternate ends (`pop_first`, `pop_last`, ...) take every entry, each
-//! checked against the keys, while the time per tenth of the drain and the
-//! slowest single pop are recorded. A linear drain has tenths of about
+//! alternate ends (`pop_first`, `pop_last`, ...; with `--peek`,
+//! `first_key_value` or `last_key_value` and a `remove` of the key found)
+//! take every entry, each checked against the keys, while the time per
+//! tenth of the drain and the slowest single pop are recorded. A linear drain has tenths of about
 //! equal time; one that steps over the tombstones of earlier pops grows
 //! with each tenth.
 
@@ -28,6 +30,9 @@ struct Args {
     /// One key per line (default: the embedded 100k Debian sample).
     #[arg(long)]
     dataset: Option<PathBuf>,
+    /// Look the end up and remove its key, instead of popping it.
+    #[arg(long)]
+    peek: bool,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -52,7 +57,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     keys.sort_unstable();
     keys.dedup();
     let total = keys.len();
-    println!("{total} keys frozen; popping from alternate ends");
+    let how = if args.peek {
+        "looking up and removing"
+    } else {
+        "popping"
+    };
+    println!("{total} keys frozen; {how} from alternate ends");
 
     let (mut front, mut back) = (0, total);
     let mut slowest = Duration::ZERO;
@@ -62,13 +72,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut tenth_started = started;
     for popped in 0..total {
         let before = Instant::now();
-        let entry = if popped % 2 == 0 {
-            map.pop_first()
-        } else {
-            map.pop_last()
+        let from_front = popped % 2 == 0;
+        let entry = match (args.peek, from_front) {
+            (false, true) => map.pop_first(),
+            (false, false) => map.pop_last(),
+            (true, _) => {
+                let end = if from_front {
+                    map.first_key_value()
+                } else {
+                    map.last_key_value()
+                };
+                end.filter(|(key, line)| map.remove(key) == Some(*line))
+            }
         };
         slowest = slowest.max(before.elapsed());
-        let expected = if popped % 2 == 0 {
+        let expected = if from_front {
             front += 1;
             keys[front - 1]
         } else {

@@ -38,7 +38,7 @@
 use std::fmt;
 use std::mem;
 use std::ops::{Bound, ControlFlow};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::base::Base;
 use super::filter::{KeyFilter, key_hash};
@@ -60,12 +60,15 @@ use crate::{FastArt, FrozenLayer, FrozenValue};
 /// In the fresh delta, `ends` holds what is known to be empty at the map's
 /// ends: no layer has a live entry at or before `ends[First]`, nor at or
 /// after `ends[Last]`. [`Delta::put`] forgets a bound a new value crosses;
-/// tombstones and removals leave them true.
+/// tombstones and removals leave them true. Searches for an end, which may
+/// hold only the read lock, move them on (through the mutex): with the
+/// fresh delta locked, for read or write, no write comes between what they
+/// found and what they record.
 pub(crate) struct Delta<V> {
     values: FastArt<V>,
     tombstones: FastArt<()>,
     filter: KeyFilter,
-    ends: [Option<Box<[u8]>>; 2],
+    ends: Mutex<[Option<Box<[u8]>>; 2]>,
 }
 
 /// One end of a map's key order.
@@ -86,29 +89,47 @@ impl<V> Delta<V> {
             values: FastArt::new(),
             tombstones: FastArt::new(),
             filter: KeyFilter::with_capacity(keys),
-            ends: [None, None],
+            ends: Mutex::new([None, None]),
         }
     }
 
     /// A key such that no layer has a live entry at or beyond it towards
     /// `edge`, if one is known: where a search for that end may start, past
-    /// the tombstones pops leave there. Only the fresh delta's is kept up.
-    #[inline]
-    pub(crate) fn empty_end(&self, edge: Edge) -> Option<&[u8]> {
-        self.ends[edge as usize].as_deref()
+    /// the tombstones that earlier searches stepped over. Only the fresh
+    /// delta's is kept up.
+    pub(crate) fn empty_end(&self, edge: Edge) -> Option<Vec<u8>> {
+        self.lock_ends()[edge as usize]
+            .as_deref()
+            .map(<[u8]>::to_vec)
     }
 
     /// Records that no layer has a live entry at or beyond `key` towards
-    /// `edge` (the caller holds the fresh delta's write lock and knows it).
-    pub(crate) fn set_empty_end(&mut self, edge: Edge, key: &[u8]) {
-        self.ends[edge as usize] = Some(key.into());
+    /// `edge`, unless a known end reaches further already. The caller holds
+    /// the fresh delta's lock (read or write) and found it so under it.
+    pub(crate) fn note_empty_end(&self, edge: Edge, key: &[u8]) {
+        let mut ends = self.lock_ends();
+        let end = &mut ends[edge as usize];
+        let further = match (end.as_deref(), edge) {
+            (None, _) => true,
+            (Some(known), Edge::First) => key > known,
+            (Some(known), Edge::Last) => key < known,
+        };
+        if further {
+            *end = Some(key.into());
+        }
+    }
+
+    fn lock_ends(&self) -> MutexGuard<'_, [Option<Box<[u8]>>; 2]> {
+        // No code that can panic runs under this lock.
+        self.ends.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Hands what is known about the empty ends on to `next`, the fresh
     /// delta that replaces this one at a seal (which moves entries down
     /// and changes no key's value).
     pub(crate) fn pass_empty_ends(&mut self, next: &mut Delta<V>) {
-        next.ends = mem::take(&mut self.ends);
+        *next.ends.get_mut().unwrap_or_else(PoisonError::into_inner) =
+            mem::take(self.ends.get_mut().unwrap_or_else(PoisonError::into_inner));
     }
 
     /// Entries: values and tombstones.
@@ -130,7 +151,7 @@ impl<V> Delta<V> {
 
     /// Heap bytes: the two trees, the filter and the empty ends' keys.
     pub(crate) fn memory_usage(&self) -> usize {
-        let ends: usize = self.ends.iter().flatten().map(|key| key.len()).sum();
+        let ends: usize = self.lock_ends().iter().flatten().map(|key| key.len()).sum();
         self.values.memory_usage()
             + self.tombstones.memory_usage()
             + self.filter.memory_usage()
@@ -185,7 +206,7 @@ impl<V> Delta<V> {
     /// past it no longer is.
     #[inline]
     fn forget_ends_crossed_by(&mut self, key: &[u8]) {
-        let [first, last] = &mut self.ends;
+        let [first, last] = self.ends.get_mut().unwrap_or_else(PoisonError::into_inner);
         if first.as_deref().is_some_and(|end| key <= end) {
             *first = None;
         }
