@@ -108,6 +108,9 @@ enum Op {
     /// A `freeze` made to fail: its delta stays sealed.
     FailedFreeze,
     Clear(BeforeClear),
+    /// Goes on with a clone of the map; the original must keep what it
+    /// had, whatever happens to the clone.
+    CloneMap,
 }
 
 /// What an [`Op::Entry`] does with its entry.
@@ -189,6 +192,7 @@ fn op_without_merges() -> impl Strategy<Value = Op> {
             Just(EntryUse::InsertIfVacant),
         ]).prop_map(|(k, stored, v, how)| Op::Entry(k, stored, v, how)),
         1 => (0..4u64).prop_map(Op::Retain),
+        1 => Just(Op::CloneMap),
     ]
 }
 
@@ -223,9 +227,15 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
     let mut map: HybridMap<Val> = config.part_keys(part_keys).build();
     let mut model = BTreeMap::new();
     let mut failed_merges = 0;
+    // Maps left behind by `Op::CloneMap`, with what they held.
+    let mut originals = Vec::new();
     for op in ops {
         match op {
             Op::Insert(k, v) => prop_assert_eq!(map.insert(&k, Val(v)), model.insert(k, Val(v))),
+            // Keys of odd length go through `remove_entry`.
+            Op::Remove(k) if k.len() % 2 == 1 => {
+                prop_assert_eq!(map.remove_entry(&k), model.remove_entry(&k))
+            }
             Op::Remove(k) => prop_assert_eq!(map.remove(&k), model.remove(&k)),
             Op::Get(k) => {
                 prop_assert_eq!(map.get(&k), model.get(&k).copied());
@@ -367,6 +377,14 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 // Merges in the background never fail.
                 prop_assert_eq!(map.stats().failed_merges, failed_merges);
             }
+            Op::CloneMap => {
+                let copy = map.clone();
+                prop_assert_eq!(copy.len(), model.len());
+                // A clone counts its own merges.
+                prop_assert_eq!(copy.stats().merges, 0);
+                failed_merges = 0;
+                originals.push((std::mem::replace(&mut map, copy), model.clone()));
+            }
             Op::Clear(before) => {
                 match before {
                     BeforeClear::Nothing => {}
@@ -405,6 +423,11 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
         }
         prop_assert_eq!(map.len(), model.len());
         prop_assert_eq!(map.is_empty(), model.is_empty());
+    }
+    for (original, held) in originals {
+        prop_assert_eq!(original.len(), held.len());
+        let got: Vec<_> = original.iter().collect();
+        prop_assert_eq!(got, held.into_iter().collect::<Vec<_>>());
     }
     // Whatever the merges did meanwhile, a final full comparison.
     let got: Vec<_> = map.iter().collect();

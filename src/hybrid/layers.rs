@@ -329,6 +329,17 @@ impl<V> Delta<V> {
     }
 }
 
+impl<V: Clone> Clone for Delta<V> {
+    fn clone(&self) -> Self {
+        Delta {
+            values: self.values.clone(),
+            tombstones: self.tombstones.clone(),
+            filter: self.filter.clone(),
+            ends: Mutex::new(self.lock_ends().clone()),
+        }
+    }
+}
+
 impl<V> fmt::Debug for Delta<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Delta")
