@@ -464,6 +464,67 @@ fn pops_from_both_ends_take_each_key_once_while_a_writer_fills_in_behind_them() 
     assert!(map.stats().merges > 1, "{:?}", map.stats());
 }
 
+#[test]
+fn readers_looking_for_the_ends_agree_with_iteration_after_writers_moved_them() {
+    const FROZEN: u64 = 4_000;
+    let map: HybridMap<u64> = HybridConfig::new()
+        .min_delta_keys(64)
+        .key_ratio(0.05)
+        .background(false)
+        .build();
+    for i in 0..FROZEN {
+        map.insert(format!("m/{i:05}"), i);
+    }
+    map.freeze().unwrap();
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        // Readers step over the tombstones the writer leaves at both ends,
+        // and record how far they got, while the writer moves the ends.
+        for _ in 0..2 {
+            let (map, done) = (&map, &done);
+            s.spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    if let (Some((first, _)), Some((last, _))) =
+                        (map.first_key_value(), map.last_key_value())
+                    {
+                        assert!(first <= last || map.len() <= 1);
+                    }
+                }
+            });
+        }
+        for i in 0..FROZEN / 2 {
+            map.remove(format!("m/{i:05}"));
+            map.remove(format!("m/{:05}", FROZEN - 1 - i));
+            // The writer looks for the ends too, so they are recorded past
+            // its tombstones however the readers are scheduled.
+            map.first_key_value();
+            map.last_key_value();
+            // Now and then a key before the first and after the last.
+            if i % 50 == 0 {
+                map.insert(format!("a/{i:05}"), i);
+                map.insert(format!("z/{i:05}"), i);
+            }
+            if i % 50 == 25 && i + 25 < FROZEN / 2 {
+                map.remove(format!("a/{:05}", i - 25));
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    let all: Vec<_> = map.iter().collect();
+    assert_eq!(all.len(), map.len());
+    assert_eq!(map.first_key_value(), all.first().cloned());
+    assert_eq!(map.last_key_value(), all.last().cloned());
+    // What the writer left: the last `a/` key, every `z/` key, no `m/` key.
+    let last_a = format!("a/{:05}", FROZEN / 2 - 50).into_bytes();
+    assert_eq!(all[0].0, last_a);
+    assert!(
+        all[1..].iter().all(|(key, _)| key.starts_with(b"z/")),
+        "{all:?}"
+    );
+    assert_eq!(all.len() as u64, 1 + FROZEN / 2 / 50);
+    assert!(map.stats().merges > 1, "{:?}", map.stats());
+}
+
 /// Runs `retain` keeping even values on `map`, while another thread sets
 /// `written` to 2 when `retain` first asks about `trigger` (and waits for
 /// it); returns every `(key, value)` that `retain` asked about.
