@@ -1,8 +1,8 @@
 //! Lookups over the fst's bytes, many at once.
 //!
 //! A lookup follows one node per key byte, each node's address read from
-//! the one before: a chain of dependent loads, which the fst crate's `get`
-//! (used for single lookups) walks one after another. [`get_each`] runs
+//! the one before: a chain of dependent loads. [`get_one`] walks it one
+//! node after another (as the fst crate's `get` does); [`get_each`] runs
 //! many lookups side by side ([`interleave`]): whenever a lookup's next node
 //! lies in another cache line, it prefetches it and waits its next turn.
 //! Nodes of one chain are usually written side by side, so a lookup takes
@@ -49,6 +49,37 @@ fn step(
             Step::Down(t.addr, output + t.output)
         }
         None => Step::Done(None),
+    }
+}
+
+/// Looks `key` up in the fst `data` whose root is at `root`: its output
+/// (ordinal), or `None`.
+///
+/// The walk of the fst crate's `get`, with the steps of [`get_each`]
+/// (which read a node with one transition, most nodes of a path's chain,
+/// without decoding it whole: no faster on its own) and one addition:
+/// entering a node in another cache line, it prefetches the line before
+/// too, since a node's fields precede the byte its address points at, so
+/// a node that straddles two lines waits for one miss, not two in turn.
+/// On the full Debian paths, random order, 18 rounds of each program
+/// alternating: median 461 k → 483 k lookups/s, every round of the new
+/// walk above the old's median but one.
+pub(super) fn get_one(data: &[u8], root: u64, key: &[u8]) -> Option<u64> {
+    let codes = common_codes();
+    let (mut addr, mut depth, mut output) = (root, 0, 0);
+    loop {
+        match step(data, codes, key, addr, depth, output) {
+            Step::Down(next, gathered) => {
+                if next / 64 != addr / 64 {
+                    // A hint only: `prefetch` never faults, even outside
+                    // `data`.
+                    let at = data.as_ptr().wrapping_add(next as usize);
+                    prefetch(at.wrapping_sub(64));
+                }
+                (addr, depth, output) = (next, depth + 1, gathered)
+            }
+            Step::Done(ordinal) => return ordinal,
+        }
     }
 }
 

@@ -332,8 +332,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     #[inline]
     pub fn get(&self, key: impl AsRef<[u8]>) -> Option<V> {
-        let ordinal = self.fst.get(key.as_ref())?;
-        Some(self.value_at(ordinal.value()))
+        let ordinal = self.rank(key)?;
+        Some(self.value_at(ordinal))
     }
 
     /// The values of each of `keys`, in the order of `keys`: the same
@@ -368,7 +368,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// Whether `key` is present (does not touch the column).
     #[inline]
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> bool {
-        self.fst.contains_key(key.as_ref())
+        self.rank(key).is_some()
     }
 
     /// The position of `key` in key order (`0..len`), if present.
@@ -382,7 +382,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     #[inline]
     pub fn rank(&self, key: impl AsRef<[u8]>) -> Option<u64> {
-        self.fst.get(key.as_ref()).map(|ordinal| ordinal.value())
+        // The fst's output is the key's ordinal: see the module docs.
+        let root = self.fst.root().addr() as u64;
+        lookup::get_one(self.fst.as_bytes(), root, key.as_ref())
     }
 
     /// The entry at position `ordinal` in key order, if `ordinal < len`.
