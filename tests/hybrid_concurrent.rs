@@ -406,19 +406,26 @@ fn entries_count_without_losing_updates() {
     assert!(map.stats().merges > 0, "{:?}", map.stats());
 }
 
-#[test]
-fn pops_from_both_ends_take_each_key_once_while_a_writer_fills_in_behind_them() {
-    const FROZEN: u64 = 6_000;
-    const WRITTEN: u64 = 3_000;
+/// `"{prefix}/{i:05}"` = `i` for `i` in `0..keys`, frozen, in a map that
+/// merges inline (so surely while the test's threads run) and often.
+fn frozen_with_inline_merges(prefix: &str, keys: u64) -> HybridMap<u64> {
     let map: HybridMap<u64> = HybridConfig::new()
         .min_delta_keys(64)
         .key_ratio(0.05)
         .background(false)
         .build();
-    for i in 0..FROZEN {
-        map.insert(format!("q/{i:05}"), i);
+    for i in 0..keys {
+        map.insert(format!("{prefix}/{i:05}"), i);
     }
     map.freeze().unwrap();
+    map
+}
+
+#[test]
+fn pops_from_both_ends_take_each_key_once_while_a_writer_fills_in_behind_them() {
+    const FROZEN: u64 = 6_000;
+    const WRITTEN: u64 = 3_000;
+    let map = frozen_with_inline_merges("q", FROZEN);
     let popped = Mutex::new(Vec::new());
     thread::scope(|s| {
         for from_front in [true, false] {
@@ -467,15 +474,7 @@ fn pops_from_both_ends_take_each_key_once_while_a_writer_fills_in_behind_them() 
 #[test]
 fn readers_looking_for_the_ends_agree_with_iteration_after_writers_moved_them() {
     const FROZEN: u64 = 4_000;
-    let map: HybridMap<u64> = HybridConfig::new()
-        .min_delta_keys(64)
-        .key_ratio(0.05)
-        .background(false)
-        .build();
-    for i in 0..FROZEN {
-        map.insert(format!("m/{i:05}"), i);
-    }
-    map.freeze().unwrap();
+    let map = frozen_with_inline_merges("m", FROZEN);
     let done = AtomicBool::new(false);
     thread::scope(|s| {
         // Readers step over the tombstones the writer leaves at both ends,

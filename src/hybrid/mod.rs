@@ -1571,11 +1571,17 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn pops_start_where_the_last_left_off_until_a_write_crosses_it() {
+    /// `b` = 2 to `e` = 5 in the base, with the manual policy.
+    fn frozen_b_to_e() -> HybridMap<u64> {
         let mut map = HybridConfig::new().manual().build::<u64>();
         map.extend([("b", 2), ("c", 3), ("d", 4), ("e", 5)]);
         map.freeze().unwrap();
+        map
+    }
+
+    #[test]
+    fn pops_start_where_the_last_left_off_until_a_write_crosses_it() {
+        let map = frozen_b_to_e();
         let empty_end = |edge| map.inner.read_fresh().empty_end(edge);
         assert_eq!(map.pop_first(), Some((b"b".to_vec(), 2)));
         assert_eq!(map.pop_last(), Some((b"e".to_vec(), 5)));
@@ -1604,9 +1610,7 @@ mod tests {
 
     #[test]
     fn searches_for_an_end_remember_the_tombstones_they_stepped_over() {
-        let mut map = HybridConfig::new().manual().build::<u64>();
-        map.extend([("b", 2), ("c", 3), ("d", 4), ("e", 5)]);
-        map.freeze().unwrap();
+        let map = frozen_b_to_e();
         let empty_end = |edge| map.inner.read_fresh().empty_end(edge);
         map.remove("b");
         map.remove("c");
