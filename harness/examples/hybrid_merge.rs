@@ -23,10 +23,10 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use memkv::{FrozenLayer, HybridConfig, HybridMap};
 
+mod common;
+
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-const SAMPLE: &[u8] = include_bytes!("../../data/debian-paths-100k.txt");
 
 /// One background merge with lookups going on (see the source's header).
 #[derive(Debug, Parser)]
@@ -55,10 +55,7 @@ fn allocated() -> u64 {
 
 fn main() {
     let args = Args::parse();
-    let data = match &args.dataset {
-        Some(path) => std::fs::read(path).expect("reading the dataset"),
-        None => SAMPLE.to_vec(),
-    };
+    let data = common::dataset_bytes(args.dataset.as_deref()).expect("reading the dataset");
     // Each key's value is its line number in the dataset, as in the main
     // harness: values in key order look random, as they would in use (an
     // ordinal in key order would pack into fewer bits per part).

@@ -36,10 +36,10 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use memkv::{FastArt, HybridConfig, HybridMap};
 
+mod common;
+
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-const SAMPLE: &[u8] = include_bytes!("../../data/debian-paths-100k.txt");
 
 /// The steady mixed workload of issue 5 (see the source's header).
 #[derive(Debug, Parser)]
@@ -325,10 +325,7 @@ fn run<M: Map>(
 
 fn main() {
     let args = Args::parse();
-    let data = match &args.dataset {
-        Some(path) => std::fs::read(path).expect("reading the dataset"),
-        None => SAMPLE.to_vec(),
-    };
+    let data = common::dataset_bytes(args.dataset.as_deref()).expect("reading the dataset");
     let mut seen = std::collections::HashSet::new();
     let keys: Vec<&[u8]> = data
         .split(|&b| b == b'\n')

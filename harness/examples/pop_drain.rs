@@ -17,12 +17,13 @@
 //! with each tenth.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use memkv::{HybridConfig, HybridMap};
 
-const SAMPLE: &[u8] = include_bytes!("../../data/debian-paths-100k.txt");
+mod common;
 
 /// Drain a frozen map by pops (see the source's header).
 #[derive(Debug, Parser)]
@@ -35,12 +36,18 @@ struct Args {
     peek: bool,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
-    let text = match &args.dataset {
-        Some(path) => std::fs::read(path)?,
-        None => SAMPLE.to_vec(),
-    };
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("pop_drain: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let text = common::dataset_bytes(args.dataset.as_deref())?;
     let mut keys: Vec<&[u8]> = text
         .split(|&b| b == b'\n')
         .filter(|k| !k.is_empty())
