@@ -1031,25 +1031,28 @@ where
     }
 
     fn pop(&self, edge: Edge) -> Option<(Vec<u8>, V)> {
-        let mut fresh = self.inner.write_fresh();
+        let fresh = self.inner.write_fresh();
         let layers = self.inner.layers.load();
         let (key, _) = edge_in(&fresh, &layers, edge)?;
         let hash = key_hash(&key);
         // While the write lock is held no seal can come, so `layers` stays
         // what lies under the fresh delta (merges only swap in parts that
         // answer alike).
-        let mut older = layers.get(&key, hash);
-        let value = remove_from(&mut fresh, &key, hash, &mut older);
-        debug_assert!(value.is_some(), "the edge entry is in the map");
-        let value = value?;
-        // Nothing lay before `key` at this end, and now `key` is gone too:
-        // the next pop starts past it, not over every tombstone pops left.
+        let older = layers.get(&key, hash);
+        // Nothing lies before `key` at this end, and the removal below,
+        // under the same lock, takes `key` too (a tombstone or a removal
+        // leaves the end true): the next pop starts past it, not over every
+        // tombstone pops left.
         fresh.note_empty_end(edge, &key);
-        // As in `remove_locked`: `older` is dropped after `len` is right.
-        self.inner.len.fetch_sub(1, Ordering::Release);
-        self.unlock_after_write(fresh, &layers);
-        drop(older);
-        Some((key, value))
+        let lock = WriteLock {
+            fresh,
+            layers,
+            older,
+            hash,
+        };
+        let value = self.remove_locked(&key, lock);
+        debug_assert!(value.is_some(), "the edge entry is in the map");
+        Some((key, value?))
     }
 
     /// Keeps only the entries for which `keep` returns true.
