@@ -733,3 +733,42 @@ fn send_and_sync_follow_the_value_type() {
     send::<memkv::art::OccupiedEntry<'static, &str, std::cell::Cell<u8>>>();
     send_sync::<memkv::art::OccupiedEntry<'static, &str, u8>>();
 }
+
+/// Automatic compaction: the insert after the map has doubled since the
+/// last compaction (and holds at least 65,536 keys) compacts it first, so
+/// the reference an entry hands back points into the new layout; with it
+/// off, nothing is compacted.
+#[test]
+fn auto_compaction_runs_before_the_insert_that_triggers_it() {
+    const MIN: u32 = 1 << 16;
+    let key = |i: u32| format!("usr/share/doc/pkg{:05}/file{}", i % 7919, i);
+    for auto in [true, false] {
+        let mut map = FastArt::new();
+        map.set_auto_compact(auto);
+        for i in 0..MIN {
+            map.insert(key(i), i);
+        }
+        assert_eq!(map.stats().added_since_compact, MIN as usize);
+        // This insert is the one that compacts (when on): the reference it
+        // returns must be to the value in the compacted tree.
+        let value = map.entry(key(MIN)).or_insert(0);
+        *value = MIN;
+        let expected = if auto { 1 } else { MIN as usize + 1 };
+        assert_eq!(map.stats().added_since_compact, expected, "auto = {auto}");
+        // Replacing a value adds no key; the next doubling is far off.
+        map.insert(key(0), 0);
+        map.insert(key(MIN + 1), MIN + 1);
+        assert_eq!(map.stats().added_since_compact, expected + 1);
+        map.check_invariants().unwrap();
+        assert_eq!(map.len(), MIN as usize + 2);
+        for i in 0..MIN + 2 {
+            assert_eq!(map.get(key(i)), Some(&i), "key {i}, auto = {auto}");
+        }
+    }
+    // A clone of a large map is compacted once, when built.
+    let mut map: FastArt<u32> = (0..MIN).map(|i| (key(i), i)).collect();
+    map.insert(key(MIN), MIN);
+    assert_eq!(map.clone().stats().added_since_compact, 0);
+    map.set_auto_compact(false);
+    assert_eq!(map.clone().stats().added_since_compact, MIN as usize + 1);
+}

@@ -126,6 +126,7 @@ impl<'a, K: AsRef<[u8]>, V> VacantEntry<'a, K, V> {
     /// # Panics
     /// As [`FastArt::insert`].
     pub fn insert(self, value: V) -> &'a mut V {
+        self.map.compact_if_due();
         if !self.map.raw.has_room_for_insert() {
             panic!(
                 "{}",

@@ -85,9 +85,16 @@ impl<V> Delta<V> {
     /// An empty delta whose filter is sized for about `keys` keys (it grows
     /// if more come).
     pub(crate) fn with_capacity(keys: usize) -> Self {
+        // A write that compacted the fresh delta would hold its write lock,
+        // and every reader, for time in proportion to the delta; merges
+        // replace deltas long before their layout would matter.
+        let mut values = FastArt::new();
+        values.set_auto_compact(false);
+        let mut tombstones = FastArt::new();
+        tombstones.set_auto_compact(false);
         Delta {
-            values: FastArt::new(),
-            tombstones: FastArt::new(),
+            values,
+            tombstones,
             filter: KeyFilter::with_capacity(keys),
             ends: Mutex::new([None, None]),
         }

@@ -138,12 +138,27 @@ fn append(arena: &mut Arena, seqno: u64, kind: ValueKind, value: &[u8], next: Op
 }
 
 /// The tree and the arena: the state behind the lock, and the frozen form.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Tables {
     art: FastArt<Ref>,
     arena: Arena,
     /// Internal entries (versions).
     len: usize,
+}
+
+impl Default for Tables {
+    fn default() -> Self {
+        let mut art = FastArt::new();
+        // An insert that compacted would hold the write lock, and every
+        // reader, for time in proportion to the memtable; a memtable is
+        // short-lived and flushed whole instead.
+        art.set_auto_compact(false);
+        Tables {
+            art,
+            arena: Arena::default(),
+            len: 0,
+        }
+    }
 }
 
 impl Tables {

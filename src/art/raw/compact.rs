@@ -172,6 +172,8 @@ struct Packer<'w> {
 impl<V> RawArt<V> {
     /// Re-lays the whole tree out for reading (see the module docs).
     pub(crate) fn compact(&mut self) {
+        self.grown = 0;
+        self.len_at_compact = self.len;
         if self.root == 0 {
             return;
         }

@@ -153,6 +153,11 @@ pub(crate) struct RawArt<V> {
     /// Whether the nodes lie in clusters ([`RawArt::compact`]), so that a
     /// lookup entering a region loads all of it.
     clustered: bool,
+    /// Leaves added since the last compaction (or since the tree was
+    /// empty), and how many there were then: the auto-compaction policy's
+    /// measure of how far the layout has drifted.
+    grown: usize,
+    len_at_compact: usize,
     _values: PhantomData<V>,
 }
 
@@ -166,6 +171,8 @@ impl<V> RawArt<V> {
             heap_extra: 0,
             scratch: Vec::new(),
             clustered: false,
+            grown: 0,
+            len_at_compact: 0,
             _values: PhantomData,
         }
     }
@@ -384,6 +391,12 @@ impl<V> RawArt<V> {
         Step::Down(read_ref(slot), depth + 1)
     }
 
+    /// Leaves added since the last compaction, and the number of leaves
+    /// then (0 and 0 for a tree never compacted, counting from empty).
+    pub(crate) fn growth_since_compact(&self) -> (usize, usize) {
+        (self.grown, self.len_at_compact)
+    }
+
     /// Whether one more insert is certain to find arena room (an insert
     /// allocates at most three blocks).
     pub(crate) fn has_room_for_insert(&self) -> bool {
@@ -474,6 +487,7 @@ impl<V> RawArt<V> {
     fn finish_insert(&mut self, slot: *mut u8, new: u32, leaf: u32) -> (Option<V>, *mut V) {
         write_ref(slot, new);
         self.len += 1;
+        self.grown += 1;
         (None, self.leaf_value(leaf))
     }
 
@@ -982,6 +996,8 @@ impl<V> Teardown<'_, V> {
         self.art.len = 0;
         self.art.heap_extra = 0;
         self.art.clustered = false;
+        self.art.grown = 0;
+        self.art.len_at_compact = 0;
     }
 }
 
