@@ -13,7 +13,13 @@ use crate::record::Record;
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 640;
 /// memkv's own structures are drawn in a different colour.
-const OURS: &[&str] = &["fastart", "fastart-compact", "frozen", "hybrid"];
+const OURS: &[&str] = &[
+    "fastart",
+    "fastart-compact",
+    "fastart-noauto",
+    "frozen",
+    "hybrid",
+];
 
 /// Renders the chart as an SVG document.
 pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result<String, String> {

@@ -1,4 +1,5 @@
-//! `memkv::FastArt<u64>`, as inserted and after `compact()`.
+//! `memkv::FastArt<u64>`: as it comes (compacting itself as it grows), with
+//! `compact()` after the build, and with automatic compaction off.
 
 use std::ops::Bound;
 
@@ -6,19 +7,38 @@ use memkv::FastArt;
 
 use super::{BuildInput, Structure};
 
-/// memkv's adaptive radix tree; with `COMPACT`, `compact()` runs at the end
-/// of the build (and its time counts in the insert rate), as after a bulk
-/// load.
-#[derive(Debug)]
-pub(crate) struct FastArtMap<const COMPACT: bool>(FastArt<u64>);
+/// How a [`FastArtMap`] is built.
+pub(crate) mod mode {
+    /// As `FastArt::new()` comes: it compacts itself each time it doubles.
+    pub(crate) const DEFAULT: u8 = 0;
+    /// And `compact()` at the end of the build (its time counts in the
+    /// insert rate), as after a bulk load.
+    pub(crate) const COMPACT: u8 = 1;
+    /// With automatic compaction off: the layout random inserts leave.
+    pub(crate) const NO_AUTO: u8 = 2;
+}
 
-impl<const COMPACT: bool> Structure for FastArtMap<COMPACT> {
-    fn build(input: &BuildInput<'_>) -> Result<Self, String> {
+/// memkv's adaptive radix tree, built as [`mode`] `MODE` says.
+#[derive(Debug)]
+pub(crate) struct FastArtMap<const MODE: u8>(FastArt<u64>);
+
+impl<const MODE: u8> FastArtMap<MODE> {
+    const COMPACT: bool = MODE == mode::COMPACT;
+
+    fn empty() -> FastArt<u64> {
         let mut map = FastArt::new();
+        map.set_auto_compact(MODE != mode::NO_AUTO);
+        map
+    }
+}
+
+impl<const MODE: u8> Structure for FastArtMap<MODE> {
+    fn build(input: &BuildInput<'_>) -> Result<Self, String> {
+        let mut map = Self::empty();
         for (key, value) in input.entries() {
             map.insert(key, value);
         }
-        if COMPACT {
+        if Self::COMPACT {
             map.compact();
         }
         Ok(FastArtMap(map))
@@ -34,8 +54,9 @@ impl<const COMPACT: bool> Structure for FastArtMap<COMPACT> {
 
     // `Extend` looks up 16 entries side by side before inserting them.
     fn build_batched(input: &BuildInput<'_>) -> Result<Self, String> {
-        let mut map: FastArt<u64> = input.entries().collect();
-        if COMPACT {
+        let mut map = Self::empty();
+        map.extend(input.entries());
+        if Self::COMPACT {
             map.compact();
         }
         Ok(FastArtMap(map))

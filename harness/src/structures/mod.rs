@@ -135,17 +135,24 @@ pub(crate) struct Entry {
 pub(crate) const REGISTRY: &[Entry] = &[
     Entry {
         name: "fastart",
-        about: "memkv::FastArt<u64>, memkv's adaptive radix tree",
+        about: "memkv::FastArt<u64>, memkv's adaptive radix tree (compacting itself as it doubles)",
         default: true,
         hidden: false,
-        run: measure::run::<fastart::FastArtMap<false>>,
+        run: measure::run::<fastart::FastArtMap<{ fastart::mode::DEFAULT }>>,
     },
     Entry {
         name: "fastart-compact",
         about: "memkv::FastArt<u64> with compact() after the inserts (counted in the insert time)",
         default: true,
         hidden: false,
-        run: measure::run::<fastart::FastArtMap<true>>,
+        run: measure::run::<fastart::FastArtMap<{ fastart::mode::COMPACT }>>,
+    },
+    Entry {
+        name: "fastart-noauto",
+        about: "memkv::FastArt<u64> with automatic compaction off (the layout random inserts leave)",
+        default: false,
+        hidden: false,
+        run: measure::run::<fastart::FastArtMap<{ fastart::mode::NO_AUTO }>>,
     },
     Entry {
         name: "frozen",
