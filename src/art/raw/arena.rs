@@ -292,6 +292,15 @@ impl Arena {
         self.bump(units)
     }
 
+    /// Like [`Arena::alloc`], but always from the untouched tail, never
+    /// from a free list: successive calls return ascending indices (a new
+    /// chunk's indices lie above the old ones'), so blocks allocated in key
+    /// order lie in memory in key order.
+    pub(crate) fn alloc_fresh(&mut self, units: usize) -> BlockIdx {
+        debug_assert!((1..=MAX_BLOCK_UNITS).contains(&units));
+        self.bump(units)
+    }
+
     #[inline]
     fn bump(&mut self, units: usize) -> BlockIdx {
         loop {

@@ -178,6 +178,8 @@ impl<V> RawArt<V> {
             return;
         }
         let weights = self.compact_leaves();
+        // `compact_leaves` allocates them fresh, in key order.
+        self.leaves_in_order = true;
         self.clustered = self.compact_nodes(&weights);
     }
 
@@ -186,9 +188,12 @@ impl<V> RawArt<V> {
     /// number of leaves below each node.
     fn compact_leaves(&mut self) -> Weights {
         /// Aborts if the copy unwinds half-way: the old nodes would refer to
-        /// leaves in an arena about to be freed. It cannot: the new arena is
-        /// planned to hold the live leaves, so it needs no more index space
-        /// than the old one, and nothing else here panics.
+        /// leaves in an arena about to be freed. Only running out of index
+        /// space could unwind it: the new arena is planned to hold the live
+        /// leaves, in full chunks that leave at most a block's worth unused
+        /// at their ends, so it needs no more than the old one did (which
+        /// held the same leaves and more), short of a chunk at the 16 GiB
+        /// limit; nothing else here panics.
         struct AbortOnUnwind;
         impl Drop for AbortOnUnwind {
             fn drop(&mut self) {
@@ -223,7 +228,7 @@ impl<V> RawArt<V> {
                     unsafe {
                         let old = self.ptr(r);
                         let units = Leaf::<V>::stored_units(old);
-                        let idx = leaves.alloc(units);
+                        let idx = leaves.alloc_fresh(units);
                         ptr::copy_nonoverlapping(old, leaves.ptr(idx), units * UNIT);
                         write_ref(slot, leaf_ref(idx));
                     }

@@ -27,6 +27,9 @@ use super::{RawArt, is_leaf};
 /// turn: the node arrived with its parent's prefetch, so its children can
 /// be requested a whole subtree earlier. (Full Debian paths, as inserted:
 /// iteration 7.8 -> 10.0 M keys/s; a second sibling ahead gained nothing.)
+/// Walks skip it while the leaves lie in key order
+/// ([`RawArt::leaves_in_order`], after compaction): the hardware streams
+/// them, and this would only cost instructions (23.9 -> 28 M keys/s).
 #[inline]
 fn prefetch_below<V>(art: &RawArt<V>, next: Option<Slot>) {
     if let Some(next) = next
@@ -146,7 +149,7 @@ impl Cursor {
                 }
                 Some(slot) => {
                     top.pos = slot.pos + 1;
-                    if top.node != VIRTUAL {
+                    if top.node != VIRTUAL && !art.leaves_in_order() {
                         let after = art.node(top.node).next_at(top.pos);
                         prefetch_below(art, after);
                     }
@@ -180,7 +183,7 @@ impl Cursor {
                 }
                 Some(slot) => {
                     top.pos = slot.pos;
-                    if top.node != VIRTUAL && top.pos > 0 {
+                    if top.node != VIRTUAL && top.pos > 0 && !art.leaves_in_order() {
                         let after = art.node(top.node).prev_at(top.pos - 1);
                         prefetch_below(art, after);
                     }

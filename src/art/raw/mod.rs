@@ -32,6 +32,8 @@
 //!    by distinct leaves are distinct.
 //! 7. `heap_extra` is the sum of the out-of-line string lengths and boxed value
 //!    sizes of all live blocks.
+//! 8. If `leaves_in_order`, the leaves' references ascend in key order. Only
+//!    the walk's prefetching relies on it, not memory safety.
 //!
 //! Only operations on `&mut self` change the tree, so a pointer obtained from
 //! `&self` (a value, a key slice) stays valid for that borrow.
@@ -158,6 +160,9 @@ pub(crate) struct RawArt<V> {
     /// measure of how far the layout has drifted.
     grown: usize,
     len_at_compact: usize,
+    /// Whether the leaves lie in the leaf arena in key order, as compaction
+    /// leaves them and until a new leaf is added.
+    leaves_in_order: bool,
     _values: PhantomData<V>,
 }
 
@@ -173,6 +178,7 @@ impl<V> RawArt<V> {
             clustered: false,
             grown: 0,
             len_at_compact: 0,
+            leaves_in_order: false,
             _values: PhantomData,
         }
     }
@@ -397,6 +403,13 @@ impl<V> RawArt<V> {
         (self.grown, self.len_at_compact)
     }
 
+    /// Whether the leaves lie in the arena in key order, so that an ordered
+    /// walk reads them as a stream (see `cursor.rs`).
+    #[inline]
+    pub(crate) fn leaves_in_order(&self) -> bool {
+        self.leaves_in_order
+    }
+
     /// Whether one more insert is certain to find arena room (an insert
     /// allocates at most three blocks).
     pub(crate) fn has_room_for_insert(&self) -> bool {
@@ -520,6 +533,8 @@ impl<V> RawArt<V> {
 
     fn new_leaf(&mut self, suffix: &[&[u8]], value: V) -> u32 {
         let len = suffix.iter().map(|p| p.len()).sum();
+        // A leaf put wherever the arena has room breaks the key order.
+        self.leaves_in_order = false;
         let idx = self.leaves.alloc(Leaf::<V>::units(len));
         // SAFETY: a fresh block of `units(len)` units: room for the value and
         // a field of `len` bytes; the parts come from elsewhere.
@@ -537,6 +552,8 @@ impl<V> RawArt<V> {
     fn rebuild_leaf(&mut self, r: u32, suffix: &[&[u8]]) -> u32 {
         let old = self.ptr(r);
         let len = suffix.iter().map(|p| p.len()).sum();
+        // A leaf put wherever the arena has room breaks the key order.
+        self.leaves_in_order = false;
         let idx = self.leaves.alloc(Leaf::<V>::units(len));
         // SAFETY: invariants 1-2: `old` is a live leaf of `stored_units`; the new
         // block is fresh and distinct from it, with room for the new suffix.
@@ -922,6 +939,20 @@ impl<V> RawArt<V> {
                 self.heap_extra
             ));
         }
+        if self.leaves_in_order {
+            // Compaction hands out leaf blocks in key order from fresh
+            // chunks, so their references ascend in key order.
+            let mut cursor = cursor::Cursor::front(self.root, &[]);
+            let mut last = 0;
+            while let Some(leaf) = cursor.next(self) {
+                if leaf <= last {
+                    return Err(format!(
+                        "leaves said to be in key order, but leaf {leaf} follows {last}"
+                    ));
+                }
+                last = leaf;
+            }
+        }
         for (arena, units, what) in [
             (&self.nodes, node_units, "node"),
             (&self.leaves, leaf_units, "leaf"),
@@ -998,6 +1029,7 @@ impl<V> Teardown<'_, V> {
         self.art.clustered = false;
         self.art.grown = 0;
         self.art.len_at_compact = 0;
+        self.art.leaves_in_order = false;
     }
 }
 
