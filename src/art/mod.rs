@@ -375,6 +375,14 @@ impl<V> FastArt<V> {
         Ok(self.raw.insert(key, value).0)
     }
 
+    /// `insert` without automatic compaction (see `try_insert_in_place`).
+    fn insert_in_place(&mut self, key: &[u8], value: V) -> Option<V> {
+        match self.try_insert_in_place(key, value) {
+            Ok(old) => old,
+            Err(e) => panic!("{}", e.error),
+        }
+    }
+
     /// Removes `key`; returns its value.
     #[inline]
     pub fn remove(&mut self, key: impl AsRef<[u8]>) -> Option<V> {
@@ -934,9 +942,7 @@ impl<K: AsRef<[u8]>, V> Extend<(K, V)> for FastArt<V> {
                 let Some((key, value)) = iter.next() else {
                     return;
                 };
-                if let Err(e) = self.try_insert_in_place(key.as_ref(), value) {
-                    panic!("{}", e.error);
-                }
+                self.insert_in_place(key.as_ref(), value);
                 continue;
             }
             batch.extend(iter.by_ref().take(LANES));
@@ -945,9 +951,7 @@ impl<K: AsRef<[u8]>, V> Extend<(K, V)> for FastArt<V> {
             }
             self.prefetch_paths(batch.len(), |i| batch[i].0.as_ref());
             for (key, value) in batch.drain(..) {
-                if let Err(e) = self.try_insert_in_place(key.as_ref(), value) {
-                    panic!("{}", e.error);
-                }
+                self.insert_in_place(key.as_ref(), value);
             }
         }
     }
