@@ -191,6 +191,14 @@ impl<V> FastArt<V> {
         }
     }
 
+    /// An empty map with automatic compaction off, for trees behind a lock
+    /// that readers wait on: a compacting insert would stall every reader.
+    pub(crate) fn without_auto_compact() -> Self {
+        let mut map = FastArt::new();
+        map.auto_compact = false;
+        map
+    }
+
     /// Turns [automatic compaction](FastArt#automatic-compaction) on (the
     /// default) or off.
     ///

@@ -85,16 +85,11 @@ impl<V> Delta<V> {
     /// An empty delta whose filter is sized for about `keys` keys (it grows
     /// if more come).
     pub(crate) fn with_capacity(keys: usize) -> Self {
-        // A write that compacted the fresh delta would hold its write lock,
-        // and every reader, for time in proportion to the delta; merges
-        // replace deltas long before their layout would matter.
-        let mut values = FastArt::new();
-        values.set_auto_compact(false);
-        let mut tombstones = FastArt::new();
-        tombstones.set_auto_compact(false);
+        // Readers wait on the fresh delta's lock; merges replace deltas
+        // long before their layout would matter.
         Delta {
-            values,
-            tombstones,
+            values: FastArt::without_auto_compact(),
+            tombstones: FastArt::without_auto_compact(),
             filter: KeyFilter::with_capacity(keys),
             ends: Mutex::new([None, None]),
         }
@@ -475,5 +470,12 @@ mod tests {
             let want = (i < 1000).then_some(&i);
             assert_eq!(found, Some(want), "key {i}");
         }
+    }
+
+    #[test]
+    fn deltas_never_compact_under_their_lock() {
+        let delta = Delta::<u64>::with_capacity(1);
+        assert!(!delta.values.auto_compact() && !delta.tombstones.auto_compact());
+        assert!(!delta.clone().values.auto_compact());
     }
 }

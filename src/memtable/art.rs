@@ -148,13 +148,10 @@ struct Tables {
 
 impl Default for Tables {
     fn default() -> Self {
-        let mut art = FastArt::new();
-        // An insert that compacted would hold the write lock, and every
-        // reader, for time in proportion to the memtable; a memtable is
-        // short-lived and flushed whole instead.
-        art.set_auto_compact(false);
+        // Readers wait on the memtable's lock; a memtable is short-lived
+        // and flushed whole, not compacted.
         Tables {
-            art,
+            art: FastArt::without_auto_compact(),
             arena: Arena::default(),
             len: 0,
         }
@@ -549,5 +546,16 @@ impl EntryCursor for FrozenArtCursor<'_> {
             kind: v.kind,
             value: v.value,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_never_compacts_under_the_lock() {
+        assert!(!Tables::default().art.auto_compact());
+        assert!(!ArtMemtable::default().read().art.auto_compact());
     }
 }
