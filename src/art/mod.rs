@@ -344,10 +344,8 @@ impl<V> FastArt<V> {
     /// If the map already holds 16 GiB (see [`FastArt::try_insert`]).
     #[inline]
     pub fn insert(&mut self, key: impl AsRef<[u8]>, value: V) -> Option<V> {
-        match self.try_insert(key, value) {
-            Ok(old) => old,
-            Err(e) => panic!("{}", e.error),
-        }
+        self.compact_if_due();
+        self.insert_in_place(key.as_ref(), value)
     }
 
     /// Inserts a value, or hands it back with an error instead of panicking
@@ -791,9 +789,8 @@ impl<V> Default for FastArt<V> {
 
 impl<V: Clone> Clone for FastArt<V> {
     fn clone(&self) -> Self {
-        let mut map = FastArt::new();
         // One compaction at the end rather than one at every doubling.
-        map.auto_compact = false;
+        let mut map = FastArt::without_auto_compact();
         let mut it = self.iter();
         while let Some((key, value)) = it.next_entry() {
             map.insert(key, value.clone());

@@ -531,11 +531,16 @@ impl<V> RawArt<V> {
         })
     }
 
+    /// A block for a leaf with a suffix of `len` bytes, wherever the arena
+    /// has room: which breaks the key order compaction left.
+    fn alloc_leaf(&mut self, len: usize) -> BlockIdx {
+        self.leaves_in_order = false;
+        self.leaves.alloc(Leaf::<V>::units(len))
+    }
+
     fn new_leaf(&mut self, suffix: &[&[u8]], value: V) -> u32 {
         let len = suffix.iter().map(|p| p.len()).sum();
-        // A leaf put wherever the arena has room breaks the key order.
-        self.leaves_in_order = false;
-        let idx = self.leaves.alloc(Leaf::<V>::units(len));
+        let idx = self.alloc_leaf(len);
         // SAFETY: a fresh block of `units(len)` units: room for the value and
         // a field of `len` bytes; the parts come from elsewhere.
         unsafe {
@@ -552,9 +557,7 @@ impl<V> RawArt<V> {
     fn rebuild_leaf(&mut self, r: u32, suffix: &[&[u8]]) -> u32 {
         let old = self.ptr(r);
         let len = suffix.iter().map(|p| p.len()).sum();
-        // A leaf put wherever the arena has room breaks the key order.
-        self.leaves_in_order = false;
-        let idx = self.leaves.alloc(Leaf::<V>::units(len));
+        let idx = self.alloc_leaf(len);
         // SAFETY: invariants 1-2: `old` is a live leaf of `stored_units`; the new
         // block is fresh and distinct from it, with room for the new suffix.
         // The value moves bytewise; the old block is freed without dropping it.
