@@ -775,3 +775,41 @@ fn auto_compaction_runs_before_the_insert_that_triggers_it() {
     map.set_auto_compact(false);
     assert_eq!(map.clone().stats().added_since_compact, MIN as usize + 1);
 }
+
+/// The automatic-compaction setting belongs to a map, whichever way its
+/// entries move: `split_off` gives the new map the same setting (whether
+/// all, some or none of the entries move), `append` leaves each map its own.
+#[test]
+fn split_off_and_append_keep_each_maps_auto_compact_setting() {
+    let entries = || [("a", 1), ("b", 2), ("c", 3)].into_iter();
+    for on in [true, false] {
+        for at in ["", "b", "z"] {
+            let mut map: FastArt<u8> = entries().collect();
+            map.set_auto_compact(on);
+            let tail = map.split_off(at);
+            assert_eq!(
+                (map.auto_compact(), tail.auto_compact()),
+                (on, on),
+                "at {at:?}"
+            );
+        }
+        for into_empty in [true, false] {
+            let mut map: FastArt<u8> = if into_empty {
+                FastArt::new()
+            } else {
+                entries().take(1).collect()
+            };
+            map.set_auto_compact(on);
+            let mut other: FastArt<u8> = entries().collect();
+            other.set_auto_compact(!on);
+            map.append(&mut other);
+            assert_eq!(map.len(), 3);
+            assert!(other.is_empty());
+            assert_eq!(
+                (map.auto_compact(), other.auto_compact()),
+                (on, !on),
+                "into an empty map: {into_empty}"
+            );
+        }
+    }
+}

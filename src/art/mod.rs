@@ -199,8 +199,23 @@ impl<V> FastArt<V> {
         map
     }
 
+    /// An empty map with this one's settings.
+    fn empty_like(&self) -> Self {
+        FastArt {
+            raw: RawArt::new(),
+            auto_compact: self.auto_compact,
+        }
+    }
+
+    /// Takes every entry out, leaving this map empty with its settings.
+    fn take_entries(&mut self) -> Self {
+        let empty = self.empty_like();
+        mem::replace(self, empty)
+    }
+
     /// Turns [automatic compaction](FastArt#automatic-compaction) on (the
-    /// default) or off.
+    /// default) or off. [`split_off`](Self::split_off) gives the new map the
+    /// same setting; [`append`](Self::append) leaves each map its own.
     ///
     /// ```
     /// let mut map = memkv::FastArt::new();
@@ -656,10 +671,11 @@ impl<V> FastArt<V> {
     /// assert_eq!(a.values().copied().collect::<Vec<_>>(), [1, 20, 30]);
     /// ```
     pub fn append(&mut self, other: &mut FastArt<V>) {
+        let other = other.take_entries();
         if self.is_empty() {
-            mem::swap(self, other);
+            self.raw = other.raw;
         } else {
-            self.extend(mem::take(other));
+            self.extend(other);
         }
     }
 
@@ -678,10 +694,10 @@ impl<V> FastArt<V> {
     /// ```
     pub fn split_off(&mut self, key: impl AsRef<[u8]>) -> FastArt<V> {
         let key = key.as_ref();
-        let mut tail = FastArt::new();
+        let mut tail = self.empty_like();
         match self.keys().next() {
             None => return tail,
-            Some(first) if first.as_slice() >= key => return mem::take(self),
+            Some(first) if first.as_slice() >= key => return self.take_entries(),
             Some(_) => {}
         }
         // From the back, so each step finds its entry by one descent.
