@@ -12,7 +12,7 @@
 //!
 //! On the 7.3 million file paths of Debian's archive (63.5 bytes each on
 //! average), a `FastArt<u64>` holds keys and values in about 35 bytes per key,
-//! a `FrozenLayer<u64>` in about 11, where `BTreeMap<Box<[u8]>, u64>` takes
+//! a `FrozenLayer<u64>` in about 9, where `BTreeMap<Box<[u8]>, u64>` takes
 //! 115; DESIGN.md has the measurements and the command that produced them.
 //!
 //! # FastArt
@@ -95,6 +95,13 @@
 //! Bad input gets an [`Error`], never a panic: unsorted keys to a builder, a
 //! truncated or corrupt file, a missing file. Each type documents its limits
 //! where users meet them (for `FastArt`, a 16 GiB arena per map).
+//!
+//! Keys are read through `AsRef<[u8]>`, sometimes more than once per call
+//! (an entry reads its key when it is made and again when it inserts). An
+//! implementation that returns different bytes from one call to the next
+//! is a logic error, as an inconsistent `Ord` is for `BTreeMap`: what the
+//! map then does is not specified (it may panic, or lose that key), but it
+//! stays within that map and is never undefined behaviour.
 
 mod error;
 mod fmt;
