@@ -432,7 +432,8 @@ impl<V> RawArt<V> {
             if r == 0 {
                 // Invariant 1: only an empty tree has an empty slot.
                 let leaf = self.new_leaf(&[rest], value);
-                return self.finish_insert(slot, leaf, leaf);
+                write_ref(slot, leaf);
+                return self.finish_insert(leaf);
             }
             if is_leaf(r) {
                 let suffix = self.suffix_of(r);
@@ -454,7 +455,8 @@ impl<V> RawArt<V> {
                     (old_edge, old_leaf),
                     (rest.get(common).copied(), new_leaf),
                 );
-                return self.finish_insert(slot, node, new_leaf);
+                write_ref(slot, node);
+                return self.finish_insert(new_leaf);
             }
             let node = self.node(r);
             let prefix = node.prefix();
@@ -470,7 +472,8 @@ impl<V> RawArt<V> {
                     (Some(old_edge), lower),
                     (rest.get(common).copied(), new_leaf),
                 );
-                return self.finish_insert(slot, fork, new_leaf);
+                write_ref(slot, fork);
+                return self.finish_insert(new_leaf);
             }
             depth += prefix.len();
             if depth == key.len() {
@@ -482,23 +485,30 @@ impl<V> RawArt<V> {
                 }
                 let leaf = self.new_leaf(&[], value);
                 let grown = self.rebuild_node(r, None, Some(leaf), ChildChange::None);
-                return self.finish_insert(slot, grown, leaf);
+                write_ref(slot, grown);
+                return self.finish_insert(leaf);
             }
             let byte = key[depth];
             let child = node.find(byte);
             if child.is_null() {
                 let leaf = self.new_leaf(&[&key[depth + 1..]], value);
                 let grown = self.add_child(r, byte, leaf);
-                return self.finish_insert(slot, grown, leaf);
+                write_ref(slot, grown);
+                return self.finish_insert(leaf);
             }
             slot = child;
             depth += 1;
         }
     }
 
+    /// Counts the new `leaf`, which the caller has just linked in, and
+    /// returns the place of its value.
+    ///
+    /// The caller writes the slot itself: it may be `root`, and a write
+    /// through a pointer to `self.root` while `&mut self` is lent to this
+    /// call would be a write that `&mut` forbids (Miri reports it).
     #[inline]
-    fn finish_insert(&mut self, slot: *mut u8, new: u32, leaf: u32) -> (Option<V>, *mut V) {
-        write_ref(slot, new);
+    fn finish_insert(&mut self, leaf: u32) -> (Option<V>, *mut V) {
         self.len += 1;
         self.grown += 1;
         (None, self.leaf_value(leaf))
