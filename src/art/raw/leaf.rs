@@ -1,7 +1,7 @@
 //! Leaves: a value and the key bytes below the leaf's parent, in one block.
 //!
 //! ```text
-//!  | value: V (or Box<V>) | suffix field (see `bytes`) |   padded to 8 bytes
+//!  | value: V (or a pointer to a boxed V) | suffix field (see `bytes`) |   padded to 8 bytes
 //! ```
 //!
 //! A leaf stores only the part of its key that the path from the root does
@@ -9,8 +9,10 @@
 //! the Debian paths that is 8 + 1 + 8 = 17 bytes, 24 in the arena.
 //!
 //! Values are stored inline when their alignment is at most the arena's
-//! 8 bytes and they are not huge; otherwise the leaf holds a `Box<V>`. Which
-//! one is decided at compile time per `V`.
+//! 8 bytes and they are not huge; otherwise the leaf holds the pointer that
+//! `Box::into_raw` gave for it (a raw pointer, not a `Box`: reading a value
+//! through `&self` must not assert the unique access a `Box` stands for).
+//! Which one is decided at compile time per `V`.
 
 use std::marker::PhantomData;
 use std::ptr;
@@ -26,14 +28,14 @@ const MAX_INLINE_VALUE: usize = 512;
 pub(crate) struct Leaf<V>(PhantomData<V>);
 
 impl<V> Leaf<V> {
-    /// Whether `V` sits in the leaf itself (else a `Box<V>` does).
+    /// Whether `V` sits in the leaf itself (else a pointer to a box does).
     pub(crate) const INLINE: bool = align_of::<V>() <= UNIT && size_of::<V>() <= MAX_INLINE_VALUE;
 
     /// Bytes before the suffix field.
     pub(crate) const VALUE_BYTES: usize = if Self::INLINE {
         size_of::<V>()
     } else {
-        size_of::<Box<V>>()
+        size_of::<*mut V>()
     };
 
     /// Heap bytes a leaf owns outside the arena besides its suffix: the box of
@@ -88,8 +90,9 @@ impl<V> Leaf<V> {
             // Blocks are 8-aligned and `V` needs at most that.
             leaf.cast::<V>()
         } else {
-            // SAFETY: a boxed leaf starts with a live `Box<V>` (aligned: 8).
-            unsafe { &mut **leaf.cast::<Box<V>>() }
+            // SAFETY: a boxed leaf starts with the pointer to its live box
+            // (aligned: 8).
+            unsafe { leaf.cast::<*mut V>().read() }
         }
     }
 
@@ -105,7 +108,7 @@ impl<V> Leaf<V> {
             if Self::INLINE {
                 leaf.cast::<V>().write(value);
             } else {
-                leaf.cast::<Box<V>>().write(Box::new(value));
+                leaf.cast::<*mut V>().write(Box::into_raw(Box::new(value)));
             }
         }
     }
@@ -121,7 +124,7 @@ impl<V> Leaf<V> {
             if Self::INLINE {
                 leaf.cast::<V>().read()
             } else {
-                *leaf.cast::<Box<V>>().read()
+                *Box::from_raw(leaf.cast::<*mut V>().read())
             }
         }
     }
@@ -137,7 +140,7 @@ impl<V> Leaf<V> {
             if Self::INLINE {
                 ptr::drop_in_place(leaf.cast::<V>());
             } else {
-                ptr::drop_in_place(leaf.cast::<Box<V>>());
+                drop(Box::from_raw(leaf.cast::<*mut V>().read()));
             }
         }
     }
