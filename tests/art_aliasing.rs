@@ -21,17 +21,25 @@ use memkv::FastArt;
 #[repr(align(16))]
 struct Aligned16(u64);
 
+/// A fixed pseudo-random sequence (xorshift64).
+struct Sequence(u64);
+
+impl Sequence {
+    /// The next number, below `m`.
+    fn below(&mut self, m: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % m
+    }
+}
+
 /// Keys that take the tree's unusual paths: prefixes stored out of line
 /// (past 254 bytes), two-byte keys under a wide node, and paths that fork
 /// at several depths.
 fn keys(n: usize) -> Vec<Vec<u8>> {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % m
-    };
+    let mut seq = Sequence(0x2545_f491_4f6c_dd1d);
+    let mut next = |m| seq.below(m);
     (0..n)
         .map(|i| match i % 5 {
             0 => {
@@ -165,17 +173,14 @@ fn clustered_compaction_then_changes() {
     map.set_auto_compact(false);
     let mut model = BTreeMap::new();
     let mut first = Vec::new();
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut seq = Sequence(0x9E37_79B9_7F4A_7C15);
     let mut insert = |map: &mut FastArt<u64>, key: String, i| {
         map.insert(&key, i);
         model.insert(key.clone().into_bytes(), i);
         first.push(key.into_bytes());
     };
     for i in 0..1500u64 {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let (dir, sub, file) = (state % 13, (state >> 8) % 17, (state >> 16) % 400);
+        let (dir, sub, file) = (seq.below(13), seq.below(17), seq.below(400));
         insert(&mut map, format!("usr/d{dir}/e{sub}/f{file}"), i);
     }
     // Nodes with long prefixes, so that few keys (Miri is slow) make enough
@@ -195,15 +200,12 @@ fn clustered_compaction_then_changes() {
         assert_eq!(map.get(key), Some(value));
     }
     for i in 0..300u64 {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let key = format!("usr/d{}/e{}/g{i}", state >> 60, (state >> 40) % 17).into_bytes();
+        let key = format!("usr/d{}/e{}/g{i}", seq.below(16), seq.below(17)).into_bytes();
         map.insert(&key, i);
         model.insert(key, i);
         if i % 2 == 0 {
             // One of the keys the clusters were made of.
-            let gone = &first[(state % first.len() as u64) as usize];
+            let gone = &first[seq.below(first.len() as u64) as usize];
             assert_eq!(map.remove(gone), model.remove(gone));
         }
     }
