@@ -131,6 +131,8 @@ impl UnitNumbering {
 ///    empty exactly while there are no chunks, then holds a head for every
 ///    size `0..=MAX_BLOCK_UNITS`.
 /// 4. Unit 0 of chunk 0 belongs to no block.
+/// 5. `free_units` is the sum of the sizes of the blocks on the free lists
+///    (only statistics and compaction's plans rely on it, not memory safety).
 pub(crate) struct Arena {
     chunks: Vec<NonNull<u8>>,
     /// Units in each chunk.
@@ -140,6 +142,10 @@ pub(crate) struct Arena {
     /// Heads of the free lists, indexed by block size in units; allocated
     /// with the first chunk, so that an empty map allocates nothing.
     free: Vec<u32>,
+    /// Units in the blocks on all free lists: kept as they change, because
+    /// walking the lists misses the cache at every block (compaction asks
+    /// for the live units of an arena holding millions of free blocks).
+    free_units: usize,
     /// Bytes of all chunks together.
     chunk_bytes: usize,
     /// Whether blocks avoid crossing cache lines (see [`Arena::line_aware`]).
@@ -167,6 +173,7 @@ impl Arena {
             chunk_units: Vec::new(),
             used: 0,
             free: Vec::new(),
+            free_units: 0,
             chunk_bytes: 0,
             line_aware: false,
             planned: 0,
@@ -287,6 +294,7 @@ impl Arena {
             // SAFETY: invariant 3: `head` names a free block whose first 4 bytes
             // hold the next index.
             self.free[units] = unsafe { self.ptr(idx).cast::<u32>().read_unaligned() };
+            self.free_units -= units;
             return idx;
         }
         self.bump(units)
@@ -423,6 +431,7 @@ impl Arena {
                 .write_unaligned(self.free[units])
         };
         self.free[units] = idx.0;
+        self.free_units += units;
     }
 
     /// The address of a block.
@@ -453,6 +462,7 @@ impl Arena {
         self.chunk_units = Vec::new();
         self.used = 0;
         self.free = Vec::new();
+        self.free_units = 0;
         self.chunk_bytes = 0;
     }
 
@@ -477,8 +487,14 @@ impl Arena {
             .map_or(0, |&u| u as usize - self.used)
     }
 
-    /// Units on the free lists. Walks every list: for checks and statistics.
+    /// Units on the free lists.
     pub(crate) fn free_units(&self) -> usize {
+        self.free_units
+    }
+
+    /// Units on the free lists, counted by walking every list: for checks
+    /// of [`Arena::free_units`] and of the lists themselves.
+    pub(crate) fn walk_free_units(&self) -> usize {
         let mut total = 0;
         for (units, &head) in self.free.iter().enumerate() {
             let mut next = head;
@@ -553,9 +569,11 @@ mod tests {
             + arena.free_units()
             + arena.untouched_units();
         assert_eq!(accounted, arena.total_units());
+        assert_eq!(arena.free_units(), arena.walk_free_units());
         let (idx, units, _) = blocks[123];
         // SAFETY: live block of that size, not used again.
         unsafe { arena.free(idx, units) };
+        assert_eq!(arena.free_units(), arena.walk_free_units());
         assert_eq!(
             arena.alloc(units),
             idx,
@@ -585,6 +603,7 @@ mod tests {
             unsafe { arena.free(region.plus(REGION_UNITS - LINE_UNITS), LINE_UNITS - 1) };
             live += 1;
         }
+        assert_eq!(arena.free_units(), arena.walk_free_units());
         assert_eq!(
             live + arena.free_units() + arena.untouched_units(),
             arena.total_units(),

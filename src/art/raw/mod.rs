@@ -970,6 +970,13 @@ impl<V> RawArt<V> {
             (&self.nodes, node_units, "node"),
             (&self.leaves, leaf_units, "leaf"),
         ] {
+            if arena.free_units() != arena.walk_free_units() {
+                return Err(format!(
+                    "{what} arena: counts {} free units, its free lists hold {}",
+                    arena.free_units(),
+                    arena.walk_free_units()
+                ));
+            }
             let accounted = units + arena.free_units() + arena.untouched_units();
             if accounted != arena.total_units() {
                 return Err(format!(
