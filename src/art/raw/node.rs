@@ -450,13 +450,40 @@ impl Node {
         if self.has_terminal() {
             out.push((self.terminal(), self.terminal_slot()));
         }
-        let mut pos = 1;
-        while let Some(slot) = self.next_at(pos) {
-            out.push((
-                slot.child,
-                self.find(slot.edge.expect("positions >= 1 are edges")),
-            ));
-            pos = slot.pos + 1;
+        // Straight from the layout, without a search per child: compaction
+        // calls this twice for every node.
+        // SAFETY: in all arms, type invariant: the body is laid out per kind
+        // with `count` children; every slot taken lies in its array.
+        unsafe {
+            match self.kind() {
+                Kind::Node4 | Kind::Node16 => {
+                    let refs = self.sparse_refs();
+                    for i in 0..self.count() {
+                        let slot = refs.add(4 * i);
+                        out.push((read_ref(slot), slot));
+                    }
+                }
+                Kind::Node48 => {
+                    let body = self.body();
+                    for byte in 0..256 {
+                        let index = usize::from(*body.add(byte));
+                        if index != 0 {
+                            let slot = body.add(256 + 4 * (index - 1));
+                            out.push((read_ref(slot), slot));
+                        }
+                    }
+                }
+                Kind::Node256 => {
+                    let body = self.body();
+                    for byte in 0..256 {
+                        let slot = body.add(4 * byte);
+                        let child = read_ref(slot);
+                        if child != 0 {
+                            out.push((child, slot));
+                        }
+                    }
+                }
+            }
         }
     }
 
