@@ -60,6 +60,8 @@ pub(crate) struct Cursor {
     key: Vec<u8>,
     /// The walked subtree's root.
     root: u32,
+    /// The region of the compacted tree it last loaded (see `enter`).
+    region: usize,
 }
 
 impl Cursor {
@@ -70,6 +72,7 @@ impl Cursor {
             stack: Vec::new(),
             key: base.to_vec(),
             root,
+            region: usize::MAX,
         };
         if root != 0 {
             c.stack.push(Frame {
@@ -87,6 +90,7 @@ impl Cursor {
             stack: Vec::new(),
             key: base.to_vec(),
             root,
+            region: usize::MAX,
         };
         if root != 0 {
             c.stack.push(Frame {
@@ -116,6 +120,13 @@ impl Cursor {
         if is_leaf(slot.child) {
             self.key.extend_from_slice(art.leaf_suffix(slot.child));
             return Some(slot.child);
+        }
+        if art.leaves_in_order() {
+            // Untouched since compaction: its clusters are whole, so load each
+            // region at once, as `get` does (compacted full Debian paths,
+            // alternating runs: 2.5-6% faster). Once inserts have put nodes
+            // outside them, the loads fetch unrelated lines (2-3% slower).
+            art.enter_region(&mut self.region, slot.child);
         }
         let node = art.node(slot.child);
         art.prefetch_children(node);

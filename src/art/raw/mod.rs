@@ -328,7 +328,7 @@ impl<V> RawArt<V> {
     /// all of its region (see `compact.rs`), so that the levels of the
     /// cluster below cost one wait together.
     #[inline(always)]
-    fn enter_region(&self, region: &mut usize, to: u32) {
+    pub(crate) fn enter_region(&self, region: &mut usize, to: u32) {
         if !self.clustered || to == 0 || is_leaf(to) {
             return;
         }
