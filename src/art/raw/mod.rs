@@ -323,10 +323,10 @@ impl<V> RawArt<V> {
         }
     }
 
-    /// On a step down to `to` in a lookup, insert or removal: if the tree is
-    /// compacted and `to` is a node outside `region`, asks the CPU to load
-    /// all of its region (see `compact.rs`), so that the levels of the
-    /// cluster below cost one wait together.
+    /// On a step down to `to` in a lookup, insert, removal or ordered walk:
+    /// if the tree is compacted and `to` is a node outside `region`, asks the
+    /// CPU to load all of its region (see `compact.rs`), so that the levels
+    /// of the cluster below cost one wait together.
     #[inline(always)]
     pub(crate) fn enter_region(&self, region: &mut usize, to: u32) {
         if !self.clustered || to == 0 || is_leaf(to) {
