@@ -206,6 +206,41 @@ impl Candidate {
     }
 }
 
+/// Leaves the first pass finds before it moves them: it reads each leaf
+/// a batch after finding it, when the prefetch of its parent's children
+/// has long arrived, instead of waiting for it at once.
+const LEAF_BATCH: usize = 256;
+
+/// Moves a batch of leaves, in order, from `old` into fresh blocks of
+/// `new`, and points their slots at the copies; empties the batch.
+///
+/// # Safety
+/// Each entry must be a live leaf of `old` and the slot that refers to it
+/// (the tree's root or a slot of a live node). The old blocks hold only
+/// moved-out bytes afterwards: nothing may drop their contents.
+unsafe fn move_leaves<V>(old: &Arena, new: &mut Arena, batch: &mut Vec<(u32, *mut u8)>) {
+    /// How far ahead leaves are prefetched (children of a Node48 or 256
+    /// were not prefetched with their parent).
+    const AHEAD: usize = 8;
+    for (i, &(r, slot)) in batch.iter().enumerate() {
+        if let Some(&(ahead, _)) = batch.get(i + AHEAD) {
+            // SAFETY: the caller's contract: a live leaf of `old`.
+            prefetch(unsafe { old.ptr(block(ahead)) });
+        }
+        // SAFETY: the caller's contract: a live leaf of `stored_units`; the
+        // new block is fresh. The bytes move the value and the suffix field
+        // (with any out-of-line part) to the copy; `slot` refers to it.
+        unsafe {
+            let from = old.ptr(block(r));
+            let units = Leaf::<V>::stored_units(from);
+            let idx = new.alloc_fresh(units);
+            ptr::copy_nonoverlapping(from, new.ptr(idx), units * UNIT);
+            write_ref(slot, leaf_ref(idx));
+        }
+    }
+    batch.clear();
+}
+
 /// Reused buffers of one compaction.
 struct Packer<'w> {
     weights: &'w Weights,
@@ -265,20 +300,15 @@ impl<V> RawArt<V> {
         let mut counts = vec![0u32];
         let mut stack = vec![Visit::Enter(self.root, (&raw mut self.root).cast())];
         let mut slots = Vec::new();
+        let mut batch = Vec::with_capacity(LEAF_BATCH);
         while let Some(visit) = stack.pop() {
             match visit {
                 Visit::Enter(r, slot) if is_leaf(r) => {
-                    // SAFETY: invariants 1-2: a live leaf of `stored_units`;
-                    // the new block is fresh. The bytes move the value and the
-                    // suffix field (with any out-of-line part) to the copy; the
-                    // old arena is dropped below without dropping anything.
-                    // `slot` is the root or a slot of a live old node.
-                    unsafe {
-                        let old = self.ptr(r);
-                        let units = Leaf::<V>::stored_units(old);
-                        let idx = leaves.alloc_fresh(units);
-                        ptr::copy_nonoverlapping(old, leaves.ptr(idx), units * UNIT);
-                        write_ref(slot, leaf_ref(idx));
+                    batch.push((r, slot));
+                    if batch.len() == LEAF_BATCH {
+                        // SAFETY: the batch holds live leaves, in key order,
+                        // with their slots: the root or slots of live old nodes.
+                        unsafe { move_leaves::<V>(&self.leaves, &mut leaves, &mut batch) };
                     }
                     *counts.last_mut().expect("the bottom entry stays") += 1;
                 }
@@ -302,6 +332,8 @@ impl<V> RawArt<V> {
                 }
             }
         }
+        // SAFETY: as above.
+        unsafe { move_leaves::<V>(&self.leaves, &mut leaves, &mut batch) };
         // The old arena now holds only moved-out bytes: dropping it frees its
         // chunks and nothing else.
         self.leaves = leaves;
