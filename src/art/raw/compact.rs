@@ -164,7 +164,8 @@ struct Placed {
 }
 
 impl Placed {
-    fn left_out(candidate: &Candidate) -> Placed {
+    /// The candidate, not placed yet.
+    fn of(candidate: &Candidate) -> Placed {
         Placed {
             old: candidate.old,
             parent: candidate.parent,
@@ -488,12 +489,12 @@ impl<V> RawArt<V> {
             if fill.is_full() {
                 // The rest are left out too, in any order (the caller sorts
                 // them): no need to pop them one by one.
-                left.push(Placed::left_out(&candidate));
-                left.extend(packer.candidates.drain().map(|c| Placed::left_out(&c)));
+                left.push(Placed::of(&candidate));
+                left.extend(packer.candidates.drain().map(|c| Placed::of(&c)));
                 break;
             }
             let node = self.node(candidate.old);
-            let mut placed = Placed::left_out(&candidate);
+            let mut placed = Placed::of(&candidate);
             placed.units = node.units();
             let Some(offset) = fill.take(placed.units) else {
                 left.push(placed);
