@@ -537,16 +537,20 @@ impl<V> RawArt<V> {
 mod tests {
     use super::*;
 
-    /// Paths shaped like a package archive's: directories of varied depth
-    /// and fan-out, so the tree has long chains and wide nodes.
-    fn paths(n: usize) -> Vec<Vec<u8>> {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |m: u64| {
+    /// A fixed xorshift sequence: each call gives a number below `m`.
+    fn below(mut state: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state % m
-        };
+        }
+    }
+
+    /// Paths shaped like a package archive's: directories of varied depth
+    /// and fan-out, so the tree has long chains and wide nodes.
+    fn paths(n: usize) -> Vec<Vec<u8>> {
+        let mut next = below(0x2545_f491_4f6c_dd1d);
         (0..n)
             .map(|_| {
                 let mut path = String::from("usr");
@@ -776,18 +780,12 @@ mod tests {
     /// over fills built by random takes (blocks of one line and longer).
     #[test]
     fn region_fill_finds_room_as_a_plain_search_does() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % m) as usize
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15);
         let (mut found, mut full) = (0, 0);
         for _ in 0..2_000 {
             let mut fill = RegionFill::default();
             for _ in 0..next(60) {
-                let units = 1 + next(20);
+                let units = 1 + next(20) as usize;
                 let lines = fill.0.map(usize::from);
                 let plain = lines.iter().position(|&taken| taken + units <= LINE);
                 if units <= LINE {
