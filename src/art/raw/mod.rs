@@ -250,6 +250,12 @@ impl<V> RawArt<V> {
         }
     }
 
+    /// Prefetches the block of `r`, a node or a leaf.
+    #[inline(always)]
+    pub(crate) fn prefetch_ref(&self, r: u32) {
+        prefetch(self.ptr(r));
+    }
+
     /// The value of leaf `r`.
     #[inline(always)]
     pub(crate) fn leaf_value(&self, r: u32) -> *mut V {
