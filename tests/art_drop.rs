@@ -61,7 +61,7 @@ fn key(i: usize) -> Vec<u8> {
     format!("k/{}/{}", i % 7, i)
         .into_bytes()
         .into_iter()
-        .chain((i % 3 == 0).then_some(0))
+        .chain(i.is_multiple_of(3).then_some(0))
         .collect()
 }
 

@@ -335,7 +335,7 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                 let mut it = map.iter_mut();
                 assert_eq!(it.len(), model.len());
                 // From both ends: each value once.
-                while let Some((k, v)) = if it.len() % 2 == 0 {
+                while let Some((k, v)) = if it.len().is_multiple_of(2) {
                     it.next()
                 } else {
                     it.next_back()

@@ -56,10 +56,10 @@ fn present(i: u64, done: u64) -> Option<bool> {
     if i > done {
         return None; // not yet known
     }
-    if i % GAP == 0 && i + GAP <= done {
+    if i.is_multiple_of(GAP) && i + GAP <= done {
         return Some(false);
     }
-    if i % GAP == 0 {
+    if i.is_multiple_of(GAP) {
         return None; // its removal may or may not have happened yet
     }
     Some(true)

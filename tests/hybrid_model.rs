@@ -611,7 +611,12 @@ fn extend_interrupted_by_a_panicking_iterator_keeps_what_it_wrote() {
     let mut want: BTreeMap<Vec<u8>, u64> = (0..1000).map(|i| (key(i), i)).collect();
     // Updates of base keys and new keys, alternating; the panic comes in
     // the third batch.
-    let entry = |n: u64| (key(if n % 2 == 0 { n } else { 5000 + n }), 10_000 + n);
+    let entry = |n: u64| {
+        (
+            key(if n.is_multiple_of(2) { n } else { 5000 + n }),
+            10_000 + n,
+        )
+    };
     let entries = (0..600).map(|n| {
         assert!(n != 520, "the iterator panics");
         entry(n)

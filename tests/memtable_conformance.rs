@@ -396,7 +396,7 @@ fn many_entries<M: Memtable>(n: u64) {
 fn old_versions(i: u32) -> u32 {
     match i {
         0..2000 => u32::from(i % 97 == 5),
-        2000..2600 => 1 + u32::from(i % 3 == 0),
+        2000..2600 => 1 + u32::from(i.is_multiple_of(3)),
         2600..5100 => 0,
         _ => 2 * u32::from(i % 7 == 3),
     }
@@ -572,7 +572,7 @@ fn concurrent_readers_with_one_writer<M: Memtable + 'static>(n: u64) {
                         };
                         assert_eq!(mem.get(&j.to_be_bytes(), s), want, "key {j} at {s}");
                     }
-                    if rounds % 8 == 0 {
+                    if rounds.is_multiple_of(8) {
                         // A full scan at the snapshot sees exactly the writes
                         // up to it, even while more arrive.
                         let mut cursor = mem.iter(s);

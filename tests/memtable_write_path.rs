@@ -63,7 +63,8 @@ fn model_across_flushes<M: Memtable + 'static>(batches: bool) {
         // and deleted many times over, across many runs.
         let k = rng.next() % 600;
         let key = k.to_be_bytes()[8 - (1 + k as usize % 3)..].to_vec();
-        let value = (rng.next() % 5 != 0).then(|| vec![i as u8; (rng.next() % 40) as usize]);
+        let value =
+            (!rng.next().is_multiple_of(5)).then(|| vec![i as u8; (rng.next() % 40) as usize]);
         match &value {
             Some(v) => model.insert(key.clone(), v.clone()),
             None => model.remove(&key),

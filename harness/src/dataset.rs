@@ -399,11 +399,11 @@ fn parse_lines<R: BufRead>(
         if let Some(k) = key.strip_suffix(b"\n") {
             key = k;
         }
-        if !options.keep_cr {
-            if let Some(k) = key.strip_suffix(b"\r") {
-                key = k;
-                b.report.cr_stripped += 1;
-            }
+        if !options.keep_cr
+            && let Some(k) = key.strip_suffix(b"\r")
+        {
+            key = k;
+            b.report.cr_stripped += 1;
         }
         if key.is_empty() {
             b.report.blank += 1;

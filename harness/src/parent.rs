@@ -113,15 +113,15 @@ pub(crate) fn main(cli: &Cli) -> ExitCode {
     let _ = std::io::stdout().flush();
 
     let mut code = ExitCode::SUCCESS;
-    if let Some(path) = &cli.json {
-        if let Err(msg) = write_json(path, &records) {
-            code = fail(&msg, 1);
-        }
+    if let Some(path) = &cli.json
+        && let Err(msg) = write_json(path, &records)
+    {
+        code = fail(&msg, 1);
     }
-    if let Some(path) = &cli.chart {
-        if let Err(msg) = chart::write(path, &summary.name, &machine.to_string(), &records) {
-            code = fail(&msg, 1);
-        }
+    if let Some(path) = &cli.chart
+        && let Err(msg) = chart::write(path, &summary.name, &machine.to_string(), &records)
+    {
+        code = fail(&msg, 1);
     }
     code
 }

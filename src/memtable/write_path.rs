@@ -417,11 +417,11 @@ impl<M: Memtable + 'static> WritePath<M> {
     fn stop(&mut self) {
         // Closing the channel ends the flusher's loop once it is drained.
         drop(self.sender.take());
-        if let Some(t) = self.flusher.take() {
-            if t.join().is_err() {
-                self.shared.progress().error =
-                    Some((io::ErrorKind::Other, "the flusher thread panicked".into()));
-            }
+        if let Some(t) = self.flusher.take()
+            && t.join().is_err()
+        {
+            self.shared.progress().error =
+                Some((io::ErrorKind::Other, "the flusher thread panicked".into()));
         }
     }
 

@@ -73,7 +73,7 @@ pub(crate) const MAX_CHUNKS: usize = 1 << (INDEX_BITS - CHUNK_SHIFT);
 
 const _: () = assert!(FIRST_CHUNK_UNITS.is_power_of_two() && FIRST_CHUNK_UNITS <= CHUNK_UNITS);
 const _: () = assert!(MAX_BLOCK_UNITS < CHUNK_UNITS && CHUNK_SHIFT < INDEX_BITS);
-const _: () = assert!(REGION_UNITS.is_power_of_two() && REGION_UNITS % LINE_UNITS == 0);
+const _: () = assert!(REGION_UNITS.is_power_of_two() && REGION_UNITS.is_multiple_of(LINE_UNITS));
 const _: () = assert!(REGION_UNITS <= MAX_BLOCK_UNITS);
 
 /// Names a block: chunk number and unit offset, packed as described in the

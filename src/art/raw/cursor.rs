@@ -526,13 +526,12 @@ impl RawIter {
             Bound::Included(k) | Bound::Excluded(k) => Cursor::seek_ge(art, k),
         });
         let mut leaf = front.next(art);
-        if self.last_front == 0 {
-            // Only the first key can equal an excluded lower bound.
-            if let (Some(_), Bound::Excluded(k)) = (leaf, &self.lower) {
-                if front.key() == k.as_slice() {
-                    leaf = front.next(art);
-                }
-            }
+        // Only the first key can equal an excluded lower bound.
+        if self.last_front == 0
+            && let (Some(_), Bound::Excluded(k)) = (leaf, &self.lower)
+            && front.key() == k.as_slice()
+        {
+            leaf = front.next(art);
         }
         let past_end = match &self.upper {
             Bound::Included(k) => front.key() > k.as_slice(),
@@ -561,12 +560,11 @@ impl RawIter {
             Bound::Included(k) | Bound::Excluded(k) => Cursor::seek_le(art, k),
         });
         let mut leaf = back.prev(art);
-        if self.last_back == 0 {
-            if let (Some(_), Bound::Excluded(k)) = (leaf, &self.upper) {
-                if back.key() == k.as_slice() {
-                    leaf = back.prev(art);
-                }
-            }
+        if self.last_back == 0
+            && let (Some(_), Bound::Excluded(k)) = (leaf, &self.upper)
+            && back.key() == k.as_slice()
+        {
+            leaf = back.prev(art);
         }
         let past_start = match &self.lower {
             Bound::Included(k) => back.key() < k.as_slice(),
