@@ -28,8 +28,8 @@
 //! reuse. The standard [`Iterator`] impls yield an owned `Vec<u8>` per entry
 //! (one allocation each); for the fast path the iterators over entries also
 //! have lending methods, `next_entry` and `next_back_entry`, that return the
-//! key as a slice borrowed from the iterator and allocate nothing ([`Keys`]
-//! and [`IntoKeys`] have `next_key`):
+//! key as a slice borrowed from the iterator and allocate nothing once their
+//! buffers have grown ([`Keys`] and [`IntoKeys`] have `next_key`):
 //!
 //! ```
 //! use memkv::FastArt;
@@ -40,6 +40,13 @@
 //!     println!("{} = {value}", String::from_utf8_lossy(key));
 //! }
 //! ```
+//!
+//! Random inserts scatter entries over memory, so an ordered walk of a map
+//! as inserted would wait for a cache miss at nearly every entry. Iterators
+//! therefore walk up to 64 entries ahead of the one they return (starting
+//! with one and doubling, so that short scans stay short) and prefetch
+//! them, and their misses overlap. After [`FastArt::compact`] the entries
+//! lie in key order and are read as they are reached.
 
 mod entry;
 mod iter;

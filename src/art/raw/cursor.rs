@@ -199,6 +199,10 @@ impl Cursor {
 
     /// Walks on to the next `ahead` leaves (fewer at the end), records them
     /// as pending and prefetches them.
+    ///
+    /// It does most of a walk's work, but `advance` calls it once per up to
+    /// 64 leaves: `#[cold]` keeps that call off the path of the other 63
+    /// (`#[inline(never)]` instead: 13.6-14.1 against 14.3-14.7 M keys/s).
     #[cold]
     fn walk_ahead<V>(&mut self, art: &RawArt<V>, forward: bool) {
         self.pending.clear();
