@@ -47,16 +47,18 @@
 //!
 //! # Cost
 //!
-//! Measured once on the same 7.3 M paths (release build, a shared 2-core
-//! machine under load, so absolute speeds are pessimistic; the ratios to the
-//! bare fst are the telling part):
+//! On the same 7.3 M paths, over the three latest full runs of the benchmark
+//! harness (`harness/results/debian-full*.md`, 2026-11-23 and 24; release
+//! build on a shared 2-core machine, so the ratios to the bare fst, from the
+//! same runs, are the telling part); `nth` and `open` were measured once,
+//! earlier:
 //!
 //! | operation                          | `FrozenLayer<u64>` | bare `fst::Map` |
 //! |------------------------------------|--------------------|-----------------|
-//! | build from sorted keys             | 1.6–1.8 M keys/s   | 0.5 M keys/s    |
-//! | iterate ([`Iter::next_entry`])     | 10–12 M keys/s     | 3.1–3.9 M keys/s |
-//! | range and prefix scans             | 9.4–10.3 M keys/s  | 3.6–3.7 M keys/s |
-//! | `get`, keys in random order        | 3.0–3.2 µs         | 3.1–3.4 µs      |
+//! | build from sorted keys             | 2.9–3.1 M keys/s   | 1.5–1.7 M keys/s |
+//! | iterate ([`Iter::next_entry`])     | 12.9–13.9 M keys/s | 5.0–5.2 M keys/s |
+//! | range and prefix scans             | 12.0–13.0 M keys/s | 4.5–4.9 M keys/s |
+//! | `get`, keys in random order        | 1.4–1.7 µs         | 1.6–2.0 µs      |
 //! | [`nth`](FrozenLayer::nth)          | 2.1 µs             |                 |
 //! | [`open`](FrozenLayer::open) (checksum, warm cache) | 4–7 ms |           |
 //! | [`open_unverified`](FrozenLayer::open_unverified)  | 0.06–0.09 ms |     |
