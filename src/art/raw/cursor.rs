@@ -113,6 +113,8 @@ pub(crate) struct Cursor {
 }
 
 impl Cursor {
+    /// A cursor over the subtree `root`, whose keys start with `base`, with
+    /// the virtual frame at `pos`: 1 before the root, 2 after it.
     fn new(root: u32, base: &[u8], pos: u16) -> Cursor {
         let mut c = Cursor {
             stack: Vec::new(),

@@ -246,7 +246,7 @@ impl<V> RawArt<V> {
     #[inline]
     pub(crate) fn prefetch_children(&self, node: Node) {
         for child in node.sparse_children() {
-            prefetch(self.ptr(child));
+            self.prefetch_ref(child);
         }
     }
 
