@@ -216,13 +216,19 @@ impl Cursor {
     /// Walks to the next leaf and returns it, its key in `path`.
     #[inline(always)]
     fn step_in_place<V>(&mut self, art: &RawArt<V>, forward: bool) -> Option<u32> {
-        let leaf = if forward {
+        let leaf = self.step(art, forward)?;
+        self.path.extend_from_slice(art.leaf_suffix(leaf));
+        Some(leaf)
+    }
+
+    /// Walks to the next leaf in the cursor's direction.
+    #[inline(always)]
+    fn step<V>(&mut self, art: &RawArt<V>, forward: bool) -> Option<u32> {
+        if forward {
             self.step_next(art)
         } else {
             self.step_prev(art)
-        }?;
-        self.path.extend_from_slice(art.leaf_suffix(leaf));
-        Some(leaf)
+        }
     }
 
     /// Walks on to the next `ahead` leaves (fewer at the end), records them
@@ -237,12 +243,9 @@ impl Cursor {
         self.tails.clear();
         self.returned = 0;
         for _ in 0..self.ahead {
-            let step = if forward {
-                self.step_next(art)
-            } else {
-                self.step_prev(art)
+            let Some(leaf) = self.step(art, forward) else {
+                break;
             };
-            let Some(leaf) = step else { break };
             art.prefetch_ref(leaf);
             self.tails.extend_from_slice(&self.path[self.low..]);
             self.pending.push(Pending {
