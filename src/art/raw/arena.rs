@@ -101,23 +101,6 @@ impl BlockIdx {
     }
 }
 
-/// A dense numbering of an arena's units at one moment; see
-/// [`Arena::unit_numbering`]. Valid until the arena grows.
-pub(crate) struct UnitNumbering {
-    /// The number of each chunk's first unit.
-    starts: Vec<usize>,
-    /// Units in all chunks.
-    pub(crate) total: usize,
-}
-
-impl UnitNumbering {
-    /// The number of `idx`'s first unit: below `total`.
-    #[inline]
-    pub(crate) fn of(&self, idx: BlockIdx) -> usize {
-        self.starts[idx.chunk()] + (idx.0 as usize & (CHUNK_UNITS - 1))
-    }
-}
-
 /// The arena. See the module docs.
 ///
 /// # Invariants
@@ -190,19 +173,6 @@ impl Arena {
         let chunks = units / CHUNK_UNITS + 8;
         self.planned = units + (chunks * LINE_UNITS * 4).min(units / 8);
         self.growth_divisor = 64;
-    }
-
-    /// Numbers the arena's units densely, chunk after chunk: a table of
-    /// `total` entries has one for every unit, and so for every block (by
-    /// its first unit), without the index space's gaps between chunks.
-    pub(crate) fn unit_numbering(&self) -> UnitNumbering {
-        let mut starts = Vec::with_capacity(self.chunks.len());
-        let mut total = 0;
-        for &units in &self.chunk_units {
-            starts.push(total);
-            total += units as usize;
-        }
-        UnitNumbering { starts, total }
     }
 
     /// Units in blocks that are handed out (neither free nor untouched).

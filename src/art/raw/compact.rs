@@ -6,15 +6,17 @@
 //! waiting for the one before), and an ordered walk jumps across the whole
 //! arena for every key. Compaction copies the tree in two passes:
 //!
-//! 1. **Leaves in key order**, one depth-first walk, which also counts the
-//!    keys below every node. An ordered walk then reads the leaves as one
-//!    stream.
+//! 1. **Leaves in key order**, one depth-first walk, which also lists the
+//!    inner nodes in the order it meets them, with the keys below each. An
+//!    ordered walk then reads the leaves as one stream.
 //! 2. **Nodes in clusters.** A cluster is a connected top part of a subtree
 //!    packed into one 1 KiB *region* (16 cache lines, aligned): starting
 //!    from its root, it takes the child node under which the most keys lie,
 //!    then the next heaviest of all the children seen so far, while they
 //!    fit (a node larger than a region is a cluster of its own, outside
-//!    any). A lookup entering a region loads all of it at once
+//!    any). The clusters are chosen from the list, not from the old
+//!    nodes, which lie anywhere; each cluster's nodes are then requested
+//!    together and copied. A lookup entering a region loads all of it at once
 //!    ([`RawArt::get`]), so the levels of a path inside one cluster cost one
 //!    wait instead of one each. Small clusters (the bottom of the tree) share
 //!    regions, so the packing costs little memory; what a region leaves
@@ -27,9 +29,9 @@
 use std::collections::BinaryHeap;
 use std::ptr;
 
-use super::arena::{Arena, BlockIdx, REGION_UNITS, UNIT, UnitNumbering};
+use super::arena::{Arena, BlockIdx, REGION_UNITS, UNIT};
 use super::leaf::Leaf;
-use super::node::{Node, write_ref};
+use super::node::write_ref;
 use super::{RawArt, block, is_leaf, leaf_ref, node_ref, prefetch};
 
 /// Units in a cache line.
@@ -41,40 +43,54 @@ const LINES: usize = REGION_UNITS / LINE;
 /// Bytes in a region: lookups load a region whole when they enter it.
 pub(crate) const REGION_BYTES: usize = REGION_UNITS * UNIT;
 
-/// The keys below every node of the old tree, in a dense table indexed by
-/// the node's first unit in the old node arena: one access to read, which
-/// can be prefetched, and 4 bytes per unit (13 per node on the Debian
-/// paths; the hash map it replaced took about 19, and hashed and probed).
-struct Weights {
-    numbering: UnitNumbering,
-    keys_below: Vec<u32>,
+/// An inner node of the old tree, as the first pass lists them.
+///
+/// The second pass chooses clusters from this list instead of from the old
+/// nodes: choosing from those waited for a miss at every node taken, since
+/// its children's weights are known only once it is read (a third of
+/// compaction's time on the Debian paths). The entries of a node's children
+/// that are nodes lie together, so that each node taken reads one group,
+/// which was requested when the node became a candidate. 16 bytes per node
+/// (the table of weights by unit this replaced took about 13).
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    /// The node, in the old arena.
+    old: u32,
+    /// The keys below it.
+    weight: u32,
+    /// The index of its first child's entry.
+    first: u32,
+    /// Bits 0-11: byte offset of the slot in its parent that refers to it
+    /// (0 for the root; nodes are at most 2 KiB). Bits 12-21: its size in
+    /// units (at most 256). Bits 22-31: its children that are nodes (at
+    /// most 256).
+    shape: u32,
 }
 
-impl Weights {
-    fn new(nodes: &Arena) -> Weights {
-        let numbering = nodes.unit_numbering();
-        let keys_below = vec![0; numbering.total];
-        Weights {
-            numbering,
-            keys_below,
+impl Entry {
+    /// The entry of a node found in its parent at byte offset `slot`, the
+    /// rest filled in when the walk enters it.
+    fn found(old: u32, slot: usize) -> Entry {
+        debug_assert!(slot < 1 << 12);
+        Entry {
+            old,
+            shape: slot as u32,
+            ..Entry::default()
         }
     }
 
-    #[inline]
-    fn set(&mut self, node: u32, keys: u32) {
-        self.keys_below[self.numbering.of(block(node))] = keys;
+    fn slot(self) -> usize {
+        self.shape as usize & 0xfff
     }
 
-    #[inline]
-    fn get(&self, node: u32) -> u32 {
-        self.keys_below[self.numbering.of(block(node))]
+    fn units(self) -> usize {
+        (self.shape >> 12) as usize & 0x3ff
     }
 
-    /// Starts loading `node`'s entry.
-    #[inline]
-    fn prefetch(&self, node: u32) {
-        let at = self.numbering.of(block(node));
-        prefetch(self.keys_below.as_ptr().wrapping_add(at).cast());
+    /// The indices of its children's entries, in key order.
+    fn children(self) -> std::ops::Range<usize> {
+        let first = self.first as usize;
+        first..first + (self.shape >> 22) as usize
     }
 }
 
@@ -150,8 +166,8 @@ impl RegionFill {
 /// A node chosen for a cluster, or left out of one.
 #[derive(Clone, Copy)]
 struct Placed {
-    /// The node, in the old arena.
-    old: u32,
+    /// The node's entry.
+    entry: u32,
     /// The cluster entry of its parent, or `NO_PARENT` for the cluster's root.
     parent: u16,
     /// Byte offset of the slot in the parent that refers to it (a parent
@@ -167,7 +183,7 @@ impl Placed {
     /// The candidate, not placed yet.
     fn of(candidate: &Candidate) -> Placed {
         Placed {
-            old: candidate.old,
+            entry: candidate.entry,
             parent: candidate.parent,
             slot: candidate.slot,
             units: 0,
@@ -196,7 +212,7 @@ const OPEN_REGIONS: usize = 16;
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Candidate {
     rank: u64,
-    old: u32,
+    entry: u32,
     parent: u16,
     slot: u16,
 }
@@ -242,11 +258,10 @@ unsafe fn move_leaves<V>(old: &Arena, new: &mut Arena, batch: &mut Vec<(u32, *mu
     batch.clear();
 }
 
-/// Reused buffers of one compaction.
-struct Packer<'w> {
-    weights: &'w Weights,
+/// The node list and reused buffers of one compaction.
+struct Packer<'e> {
+    entries: &'e [Entry],
     candidates: BinaryHeap<Candidate>,
-    slots: Vec<(u32, *mut u8)>,
     /// The cluster: the nodes taken, parents first, and the children left
     /// out (roots of later clusters).
     taken: Vec<Placed>,
@@ -261,16 +276,16 @@ impl<V> RawArt<V> {
         if self.root == 0 {
             return;
         }
-        let weights = self.compact_leaves();
+        let entries = self.compact_leaves();
         // `compact_leaves` allocates them fresh, in key order.
         self.leaves_in_order = true;
-        self.clustered = self.compact_nodes(&weights);
+        self.clustered = self.compact_nodes(&entries);
     }
 
     /// Pass 1: copies the leaves into a fresh arena in key order, rewriting
     /// the slots of the (old) nodes that refer to them, and returns the
-    /// number of leaves below each node.
-    fn compact_leaves(&mut self) -> Weights {
+    /// list of the inner nodes (see [`Entry`]).
+    fn compact_leaves(&mut self) -> Vec<Entry> {
         /// Aborts if the copy unwinds half-way: the old nodes would refer to
         /// leaves in an arena about to be freed. Only running out of index
         /// space could unwind it: the new arena is planned to hold the live
@@ -287,24 +302,29 @@ impl<V> RawArt<V> {
             }
         }
 
+        /// A node's entry is known from its parent's visit. Leaving a node
+        /// fills in its entry at once: a large subtree between entering and
+        /// leaving would push the entry out of the cache.
         enum Visit {
-            Enter(u32, *mut u8),
-            Leave(u32),
+            Enter(u32, *mut u8, u32),
+            Leave { entry: u32, first: u32, shape: u32 },
         }
 
         let guard = AbortOnUnwind;
         let mut leaves = Arena::new();
         leaves.plan(self.leaves.live_units());
-        let mut weights = Weights::new(&self.nodes);
+        // An average node is about 3.3 units.
+        let mut entries = Vec::with_capacity(self.nodes.live_units() / 3);
+        entries.push(Entry::found(self.root, 0));
         // Keys counted so far below each node on the walk's path; the bottom
         // entry collects the root's.
         let mut counts = vec![0u32];
-        let mut stack = vec![Visit::Enter(self.root, (&raw mut self.root).cast())];
+        let mut stack = vec![Visit::Enter(self.root, (&raw mut self.root).cast(), 0)];
         let mut slots = Vec::new();
         let mut batch = Vec::with_capacity(LEAF_BATCH);
         while let Some(visit) = stack.pop() {
             match visit {
-                Visit::Enter(r, slot) if is_leaf(r) => {
+                Visit::Enter(r, slot, _) if is_leaf(r) => {
                     batch.push((r, slot));
                     if batch.len() == LEAF_BATCH {
                         // SAFETY: the batch holds live leaves, in key order,
@@ -313,22 +333,50 @@ impl<V> RawArt<V> {
                     }
                     *counts.last_mut().expect("the bottom entry stays") += 1;
                 }
-                Visit::Enter(r, _) => {
+                Visit::Enter(r, _, entry) => {
                     let node = self.node(r);
                     // Its children are visited next (the first at once, the
                     // others after its subtree): start loading them now.
                     self.prefetch_children(node);
-                    stack.push(Visit::Leave(r));
                     counts.push(0);
                     slots.clear();
                     node.child_slots(&mut slots);
+                    // Its children's entries, together.
+                    let first = entries.len();
+                    let base = self.ptr(r) as usize;
+                    entries.extend(
+                        slots
+                            .iter()
+                            .filter(|&&(c, _)| !is_leaf(c))
+                            .map(|&(c, s)| Entry::found(c, s as usize - base)),
+                    );
+                    let (units, children) = (node.units(), entries.len() - first);
+                    debug_assert!(units < 1 << 10 && children < 1 << 10);
+                    stack.push(Visit::Leave {
+                        entry,
+                        first: first as u32,
+                        shape: (units as u32) << 12 | (children as u32) << 22,
+                    });
                     // Reversed, so that the terminal and then the smallest
                     // edge come off the stack first: key order.
-                    stack.extend(slots.iter().rev().map(|&(c, s)| Visit::Enter(c, s)));
+                    let mut next = entries.len() as u32;
+                    stack.extend(slots.iter().rev().map(|&(c, s)| {
+                        if !is_leaf(c) {
+                            next -= 1;
+                        }
+                        Visit::Enter(c, s, next)
+                    }));
                 }
-                Visit::Leave(r) => {
+                Visit::Leave {
+                    entry,
+                    first,
+                    shape,
+                } => {
                     let below = counts.pop().expect("pushed on entering");
-                    weights.set(r, below);
+                    let this = &mut entries[entry as usize];
+                    this.weight = below;
+                    this.first = first;
+                    this.shape |= shape;
                     *counts.last_mut().expect("the bottom entry stays") += below;
                 }
             }
@@ -339,14 +387,14 @@ impl<V> RawArt<V> {
         // chunks and nothing else.
         self.leaves = leaves;
         drop(guard);
-        weights
+        entries
     }
 
     /// Pass 2: copies the nodes into a fresh arena in clusters (see the
     /// module docs), or for a small tree one by one; returns whether it made
     /// clusters. The old nodes stay as they are until the swap at the end,
     /// so the tree is whole if this unwinds.
-    fn compact_nodes(&mut self, weights: &Weights) -> bool {
+    fn compact_nodes(&mut self, entries: &[Entry]) -> bool {
         let mut root = self.root;
         if is_leaf(root) {
             return false;
@@ -358,23 +406,22 @@ impl<V> RawArt<V> {
         // leave unused (most of it is filled by small clusters).
         nodes.plan(node_units + if cluster { node_units / 16 } else { 0 });
         let mut packer = Packer {
-            weights,
+            entries,
             candidates: BinaryHeap::new(),
-            slots: Vec::new(),
             taken: Vec::new(),
             left: Vec::new(),
         };
         // Regions with room left, the latest last: a cluster smaller than a
         // region goes into the latest one that takes all of it.
         let mut open: Vec<(BlockIdx, RegionFill)> = Vec::new();
-        // Cluster roots still to copy: (node in the old arena, slot in the
-        // new tree that will refer to its copy). Slots point into blocks of
-        // the new arena, which never move, or at `root`.
-        let mut roots: Vec<(u32, *mut u8)> = vec![(root, (&raw mut root).cast())];
+        // Cluster roots still to copy: (the node's entry, slot in the new
+        // tree that will refer to its copy). Slots point into blocks of the
+        // new arena, which never move, or at `root`.
+        let mut roots: Vec<(usize, *mut u8)> = vec![(0, (&raw mut root).cast())];
         let mut copies: Vec<*mut u8> = Vec::new();
-        while let Some((r, slot)) = roots.pop() {
-            let node = self.node(r);
-            let units = node.units();
+        while let Some((entry, slot)) = roots.pop() {
+            let r = entries[entry].old;
+            let units = entries[entry].units();
             if units > REGION_UNITS || !cluster {
                 // A node larger than a region is a cluster of its own; in a
                 // small tree, every node is.
@@ -383,15 +430,20 @@ impl<V> RawArt<V> {
                 // child references included) into a fresh block.
                 let copy = unsafe {
                     ptr::copy_nonoverlapping(self.ptr(r), nodes.ptr(idx), units * UNIT);
-                    Node::from_ptr(nodes.ptr(idx))
+                    nodes.ptr(idx)
                 };
                 write_ref(slot, node_ref(idx));
-                packer.slots.clear();
-                copy.child_slots(&mut packer.slots);
-                roots.extend(packer.slots.iter().rev().filter(|&&(c, _)| !is_leaf(c)));
+                // The copy's slots lie where the old node's did. Reversed, to
+                // be popped in key order.
+                roots.extend(
+                    entries[entry]
+                        .children()
+                        .rev()
+                        .map(|child| (child, copy.wrapping_add(entries[child].slot()))),
+                );
                 continue;
             }
-            let fresh = self.plan_cluster(&mut packer, r);
+            let fresh = plan_cluster(&mut packer, entry);
             // A whole subtree smaller than a region goes into the latest open
             // region with room for it; anything else into a fresh region.
             let fits = |mut fill: RegionFill| {
@@ -430,10 +482,18 @@ impl<V> RawArt<V> {
                 // SAFETY: as above.
                 unsafe { fill.release(&mut nodes, region) };
             }
+            // The cluster's old nodes lie anywhere: ask for all of them
+            // before copying the first.
+            for placed in &packer.taken {
+                let old = self.ptr(entries[placed.entry as usize].old);
+                for line in (0..placed.units * UNIT).step_by(64) {
+                    prefetch(old.wrapping_add(line));
+                }
+            }
             copies.clear();
             for placed in &packer.taken {
                 let idx = region.plus(placed.offset);
-                let old = self.ptr(placed.old);
+                let old = self.ptr(entries[placed.entry as usize].old);
                 // SAFETY: a live node of `units` units moved bytewise into
                 // the region, at units `RegionFill::take` gave to it alone.
                 let copy = unsafe {
@@ -454,7 +514,10 @@ impl<V> RawArt<V> {
             left.sort_unstable_by_key(|placed| (placed.parent, placed.slot));
             roots.extend(left.iter().rev().map(|placed| {
                 let parent = copies[usize::from(placed.parent)];
-                (placed.old, parent.wrapping_add(usize::from(placed.slot)))
+                (
+                    placed.entry as usize,
+                    parent.wrapping_add(usize::from(placed.slot)),
+                )
             }));
         }
         for (region, fill) in open {
@@ -467,70 +530,58 @@ impl<V> RawArt<V> {
         self.root = root;
         cluster
     }
+}
 
-    /// Chooses the cluster rooted at node `r` for a fresh region (see the
-    /// module docs), into `packer.taken` with offsets and `packer.left`;
-    /// returns the region's fill with it. Copies nothing.
-    fn plan_cluster(&self, packer: &mut Packer<'_>, r: u32) -> RegionFill {
-        let mut fill = RegionFill::default();
-        let (taken, left) = (&mut packer.taken, &mut packer.left);
-        taken.clear();
-        left.clear();
-        packer.candidates.clear();
-        let mut order = 0;
-        // The root first: no rank is larger.
-        packer.candidates.push(Candidate {
-            rank: u64::MAX,
-            old: r,
-            parent: NO_PARENT,
-            slot: 0,
-        });
-        while let Some(candidate) = packer.candidates.pop() {
-            if fill.is_full() {
-                // The rest are left out too, in any order (the caller sorts
-                // them): no need to pop them one by one.
-                left.push(Placed::of(&candidate));
-                left.extend(packer.candidates.drain().map(|c| Placed::of(&c)));
-                break;
-            }
-            let node = self.node(candidate.old);
-            let mut placed = Placed::of(&candidate);
-            placed.units = node.units();
-            let Some(offset) = fill.take(placed.units) else {
-                left.push(placed);
-                continue;
-            };
-            placed.offset = offset;
-            debug_assert!(taken.len() < usize::from(NO_PARENT));
-            let index = taken.len() as u16;
-            taken.push(placed);
-            let base = self.ptr(candidate.old);
-            packer.slots.clear();
-            node.child_slots(&mut packer.slots);
-            // Every child's weight and node is read soon: start loading all
-            // of them before waiting for the first.
-            for &(child, _) in &packer.slots {
-                if !is_leaf(child) {
-                    packer.weights.prefetch(child);
-                    prefetch(self.ptr(child));
-                }
-            }
-            for &(child, slot) in &packer.slots {
-                if is_leaf(child) {
-                    continue;
-                }
-                order += 1;
-                debug_assert!(slot as usize - (base as usize) < REGION_BYTES);
-                packer.candidates.push(Candidate {
-                    rank: Candidate::rank(packer.weights.get(child), order),
-                    old: child,
-                    parent: index,
-                    slot: (slot as usize - base as usize) as u16,
-                });
-            }
+/// Chooses the cluster rooted at the node of entry `root` for a fresh region
+/// (see the module docs), into `packer.taken` with offsets and
+/// `packer.left`; returns the region's fill with it. Reads only the entries.
+fn plan_cluster(packer: &mut Packer<'_>, root: usize) -> RegionFill {
+    let mut fill = RegionFill::default();
+    let (entries, taken, left) = (packer.entries, &mut packer.taken, &mut packer.left);
+    taken.clear();
+    left.clear();
+    packer.candidates.clear();
+    let mut order = 0;
+    // The root first: no rank is larger.
+    packer.candidates.push(Candidate {
+        rank: u64::MAX,
+        entry: root as u32,
+        parent: NO_PARENT,
+        slot: 0,
+    });
+    while let Some(candidate) = packer.candidates.pop() {
+        if fill.is_full() {
+            // The rest are left out too, in any order (the caller sorts
+            // them): no need to pop them one by one.
+            left.push(Placed::of(&candidate));
+            left.extend(packer.candidates.drain().map(|c| Placed::of(&c)));
+            break;
         }
-        fill
+        let mut placed = Placed::of(&candidate);
+        placed.units = entries[candidate.entry as usize].units();
+        let Some(offset) = fill.take(placed.units) else {
+            left.push(placed);
+            continue;
+        };
+        placed.offset = offset;
+        debug_assert!(taken.len() < usize::from(NO_PARENT));
+        let index = taken.len() as u16;
+        taken.push(placed);
+        for child in entries[candidate.entry as usize].children() {
+            order += 1;
+            let entry = entries[child];
+            // Read if it is taken: request its children's entries now.
+            prefetch(entries.as_ptr().wrapping_add(entry.first as usize).cast());
+            debug_assert!(entry.slot() < REGION_BYTES);
+            packer.candidates.push(Candidate {
+                rank: Candidate::rank(entry.weight, order),
+                entry: child as u32,
+                parent: index,
+                slot: entry.slot() as u16,
+            });
+        }
     }
+    fill
 }
 
 #[cfg(test)]
