@@ -47,7 +47,7 @@
 //!
 //! # Cost
 //!
-//! On the same 7.3 M paths, over the three latest full runs of the benchmark
+//! On the same 7.3 M paths, over the four latest full runs of the benchmark
 //! harness (`harness/results/debian-full*.md`, 2026-11-23 and 24; release
 //! build on a shared 2-core machine, so the ratios to the bare fst, from the
 //! same runs, are the telling part); `nth` and `open` were measured once,
@@ -55,7 +55,7 @@
 //!
 //! | operation                          | `FrozenLayer<u64>` | bare `fst::Map` |
 //! |------------------------------------|--------------------|-----------------|
-//! | build from sorted keys             | 2.9–3.1 M keys/s   | 1.5–1.7 M keys/s |
+//! | build from sorted keys             | 2.9–3.5 M keys/s   | 1.5–1.7 M keys/s |
 //! | iterate ([`Iter::next_entry`])     | 12.9–13.9 M keys/s | 5.0–5.2 M keys/s |
 //! | range and prefix scans             | 12.0–13.0 M keys/s | 4.5–4.9 M keys/s |
 //! | `get`, keys in random order        | 1.4–1.7 µs         | 1.6–2.0 µs      |
