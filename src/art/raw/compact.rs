@@ -69,7 +69,7 @@ struct Entry {
 
 impl Entry {
     /// The entry of a node found in its parent at byte offset `slot`, the
-    /// rest filled in when the walk enters it.
+    /// rest filled in when the walk leaves it.
     fn found(old: u32, slot: usize) -> Entry {
         debug_assert!(slot < 1 << 12);
         Entry {
@@ -483,7 +483,8 @@ impl<V> RawArt<V> {
                 unsafe { fill.release(&mut nodes, region) };
             }
             // The cluster's old nodes lie anywhere: ask for all of them
-            // before copying the first.
+            // before copying the first (a node of up to a line lies in one,
+            // a longer one starts at one).
             for placed in &packer.taken {
                 let old = self.ptr(entries[placed.entry as usize].old);
                 for line in (0..placed.units * UNIT).step_by(64) {
