@@ -1050,6 +1050,7 @@ impl<V> Teardown<'_, V> {
         }
         self.art.nodes.reset();
         self.art.leaves.reset();
+        self.art.scratch = Vec::new();
         self.art.len = 0;
         self.art.heap_extra = 0;
         self.art.clustered = false;

@@ -1,0 +1,165 @@
+//! `FastArt::memory_usage` is exactly the heap bytes the map holds: this
+//! binary's allocator counts what each thread asks for and gives back, and
+//! every map built on the test's thread must account for all of its net
+//! bytes, through inserts, long keys, boxed values, removals, compaction,
+//! `clone` and `clear`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use memkv::FastArt;
+
+/// The system allocator, counting the bytes each thread holds.
+struct Counting;
+
+thread_local! {
+    /// Bytes this thread asked for, less those it gave back.
+    static NET: Cell<isize> = const { Cell::new(0) };
+}
+
+fn count(bytes: isize) {
+    // `try_with`: a thread's last frees may come after its locals are gone.
+    let _ = NET.try_with(|net| net.set(net.get() + bytes));
+}
+
+// SAFETY: every call is passed on to `System` unchanged; counting has no
+// effect on the blocks.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size() as isize);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count(layout.size() as isize);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count(-(layout.size() as isize));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(new_size as isize - layout.size() as isize);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Bytes this thread holds now.
+fn held() -> isize {
+    NET.with(Cell::get)
+}
+
+/// Runs `f`, which returns a map, and checks that the bytes the thread holds
+/// afterwards, beyond those it held before, are what the map reports.
+fn built<V>(what: &str, f: impl FnOnce() -> FastArt<V>) -> FastArt<V> {
+    let before = held();
+    let map = f();
+    assert_eq!(
+        held() - before,
+        map.memory_usage() as isize,
+        "{what}: memory_usage against the bytes allocated"
+    );
+    map
+}
+
+/// Checks an existing map after `f` changed it.
+fn changed<V>(what: &str, map: &mut FastArt<V>, f: impl FnOnce(&mut FastArt<V>)) {
+    let before = held() - map.memory_usage() as isize;
+    f(map);
+    assert_eq!(
+        held() - before,
+        map.memory_usage() as isize,
+        "{what}: memory_usage against the bytes allocated"
+    );
+}
+
+/// Path-like keys: shared directories, distinct names, a few prefixes of
+/// one another.
+fn paths(n: usize) -> Vec<Vec<u8>> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    (0..n)
+        .map(|i| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mut key = format!("usr/share/doc/pkg{}/file{}", state % 97, i).into_bytes();
+            if i % 11 == 0 {
+                key.truncate(14);
+            }
+            key
+        })
+        .collect()
+}
+
+#[test]
+fn a_map_of_paths_reports_what_it_holds() {
+    let keys = paths(20_000);
+    let mut map = built("empty", FastArt::<u64>::new);
+    assert_eq!(map.memory_usage(), 0);
+    changed("inserts", &mut map, |map| {
+        for (i, key) in keys.iter().enumerate() {
+            map.insert(key, i as u64);
+        }
+    });
+    assert!(map.memory_usage() > 100 << 10, "past the first chunks");
+    changed("removals", &mut map, |map| {
+        for key in keys.iter().step_by(3) {
+            map.remove(key);
+        }
+    });
+    changed("compact", &mut map, FastArt::compact);
+    let copy = built("clone", || map.clone());
+    assert_eq!(copy.len(), map.len());
+    changed("clear", &mut map, FastArt::clear);
+    assert_eq!(map.memory_usage(), 0);
+}
+
+#[test]
+fn long_keys_and_boxed_values_are_counted() {
+    // Prefixes and suffixes past 254 bytes are stored out of line, and so
+    // are values over 512 bytes.
+    let stem = vec![0xAB; 300];
+    let keys: Vec<Vec<u8>> = (0..200u32)
+        .map(|i| {
+            let mut key = stem.clone();
+            key.extend_from_slice(&(i % 7).to_be_bytes());
+            key.extend(std::iter::repeat_n(i as u8, 260 + i as usize));
+            key
+        })
+        .collect();
+    let mut map = built("long keys, boxed values", || {
+        let mut map = FastArt::new();
+        for (i, key) in keys.iter().enumerate() {
+            map.insert(key, [i as u64; 80]);
+        }
+        map
+    });
+    changed("replacing values", &mut map, |map| {
+        for key in keys.iter().step_by(2) {
+            map.insert(key, [7; 80]);
+        }
+    });
+    changed("removals", &mut map, |map| {
+        for key in keys.iter().step_by(5) {
+            map.remove(key);
+        }
+    });
+    changed("a 1 MiB key", &mut map, |map| {
+        map.insert(vec![0xAB; 1 << 20], [1; 80]);
+    });
+    changed("compact", &mut map, FastArt::compact);
+    let copy = built("clone", || map.clone());
+    assert_eq!(copy.len(), map.len());
+    drop(copy);
+    changed("clear", &mut map, FastArt::clear);
+    assert_eq!(map.memory_usage(), 0);
+}
