@@ -1012,3 +1012,70 @@ impl<V> IntoIterator for FastArt<V> {
         IntoIter::new(self.raw)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(i: u32) -> String {
+        format!("usr/share/doc/pkg{}/file{i}", i % 13)
+    }
+
+    /// Fills a map whose node and leaf arenas may hold only so many chunks,
+    /// until `try_insert` refuses; returns the map and the keys it took.
+    fn filled(node_chunks: usize, leaf_chunks: usize) -> (FastArt<u64>, u32) {
+        let mut map = FastArt::new();
+        map.raw.limit_chunks(node_chunks, leaf_chunks);
+        let mut taken = 0;
+        loop {
+            match map.try_insert(path(taken), u64::from(taken)) {
+                Ok(old) => assert_eq!(old, None, "distinct keys"),
+                Err(refused) => {
+                    assert!(matches!(refused.error(), Error::CapacityExceeded { .. }));
+                    assert_eq!(
+                        refused.into_value(),
+                        u64::from(taken),
+                        "the value handed back"
+                    );
+                    return (map, taken);
+                }
+            }
+            taken += 1;
+            assert!(taken < 100_000, "the limit was never reached");
+        }
+    }
+
+    /// At the arenas' limit `try_insert` hands the value back and changes
+    /// nothing; the map reads and removes as before, and takes inserts again
+    /// once removals and a compaction have made room.
+    #[test]
+    fn try_insert_at_the_limit_changes_nothing() {
+        // Either arena may be the one that runs out.
+        for (node_chunks, leaf_chunks) in [(6, 6), (6, 1000), (1000, 6)] {
+            at_the_limit(node_chunks, leaf_chunks);
+        }
+    }
+
+    fn at_the_limit(node_chunks: usize, leaf_chunks: usize) {
+        let (mut map, taken) = filled(node_chunks, leaf_chunks);
+        assert!(taken > 0);
+        assert_eq!(map.len(), taken as usize);
+        map.check_invariants().unwrap();
+        assert_eq!(map.get(path(taken)), None);
+        for i in 0..taken {
+            assert_eq!(map.get(path(i)), Some(&u64::from(i)), "key {i}");
+        }
+        let bytes = map.memory_usage();
+        assert!(map.try_insert(path(taken), 0).is_err(), "still full");
+        assert_eq!(map.memory_usage(), bytes);
+
+        for i in (0..taken).step_by(2) {
+            assert_eq!(map.remove(path(i)), Some(u64::from(i)));
+        }
+        map.check_invariants().unwrap();
+        map.compact();
+        assert_eq!(map.try_insert(path(taken), 7).unwrap(), None);
+        assert_eq!(map.len(), taken as usize / 2 + 1);
+        map.check_invariants().unwrap();
+    }
+}

@@ -135,6 +135,9 @@ pub(crate) struct Arena {
     line_aware: bool,
     /// Units still expected (see [`Arena::plan`]); 0 when growing freely.
     planned: usize,
+    /// Chunks the arena may hold: [`MAX_CHUNKS`], fewer in tests that reach
+    /// the limit.
+    max_chunks: usize,
     /// Divides the arena's size to give the next chunk's when growing freely:
     /// 8 normally, 64 after a plan ran out (the plan was a close fit, so what
     /// follows is likely small).
@@ -160,8 +163,16 @@ impl Arena {
             chunk_bytes: 0,
             line_aware: false,
             planned: 0,
+            max_chunks: MAX_CHUNKS,
             growth_divisor: 8,
         }
+    }
+
+    /// Lowers the number of chunks the arena may hold, so that a test can
+    /// reach the limit.
+    #[cfg(test)]
+    pub(crate) fn limit_chunks(&mut self, chunks: usize) {
+        self.max_chunks = chunks.min(MAX_CHUNKS);
     }
 
     /// Says that about `units` units will be allocated next, so that chunks
@@ -245,7 +256,7 @@ impl Arena {
     pub(crate) fn has_room_for(&self, blocks: usize) -> bool {
         // A new chunk always fits the block that asked for it.
         self.untouched_units() >= blocks * MAX_BLOCK_UNITS
-            || self.chunks.len() + blocks <= MAX_CHUNKS
+            || self.chunks.len() + blocks <= self.max_chunks
     }
 
     /// Allocates a block of `units` units (1..=[`MAX_BLOCK_UNITS`]).
@@ -361,7 +372,7 @@ impl Arena {
         }
         let i = self.chunks.len();
         assert!(
-            i < MAX_CHUNKS,
+            i < self.max_chunks,
             "memkv arena exhausted: the tree holds 16 GiB"
         );
         let units = self.next_chunk_units(need);

@@ -422,6 +422,13 @@ impl<V> RawArt<V> {
         self.nodes.has_room_for(2) && self.leaves.has_room_for(2)
     }
 
+    /// Lowers the chunks the arenas may hold (see [`Arena::limit_chunks`]).
+    #[cfg(test)]
+    pub(crate) fn limit_chunks(&mut self, nodes: usize, leaves: usize) {
+        self.nodes.limit_chunks(nodes);
+        self.leaves.limit_chunks(leaves);
+    }
+
     /// Inserts or replaces; returns the old value and a pointer to the value
     /// now stored under `key`.
     pub(crate) fn insert(&mut self, key: &[u8], value: V) -> (Option<V>, *mut V) {
