@@ -42,6 +42,9 @@ enum Op {
     /// Entries, some with stored keys or repeated keys, added by `extend`.
     Extend(Vec<(Vec<u8>, u32)>, Vec<prop::sample::Index>),
     Range(Bound<Vec<u8>>, Bound<Vec<u8>>, Vec<bool>),
+    /// Both bounds at one key (a stored one, picked by the index, or the
+    /// given key if none is stored), each included or not: one entry or none.
+    RangeAt(Vec<u8>, prop::sample::Index, bool, bool, Vec<bool>),
     Prefix(Vec<u8>, Vec<bool>),
     /// A stored key (picked by the first index; the given key if none is
     /// stored), cut at a length picked by the second: long prefixes that
@@ -100,6 +103,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (entries(), prop::collection::vec(any::<prop::sample::Index>(), 0..8))
             .prop_map(|(entries, present)| Op::Extend(entries, present)),
         2 => (bound(), bound(), sides()).prop_map(|(a, b, s)| Op::Range(a, b, s)),
+        1 => (key(), any::<prop::sample::Index>(), any::<bool>(), any::<bool>(), sides())
+            .prop_map(|(k, pick, lo, hi, s)| Op::RangeAt(k, pick, lo, hi, s)),
         2 => (prop::collection::vec(prop::sample::select(vec![0x00u8, b'a', b'p', b'w', b'/', 0xFF]), 0..4), sides())
             .prop_map(|(p, s)| Op::Prefix(p, s)),
         2 => (key(), any::<prop::sample::Index>(), any::<prop::sample::Index>(), any::<Option<prop::sample::Index>>())
@@ -161,6 +166,34 @@ fn drain_both_ends(
     front
 }
 
+/// Checks `range` from both ends (as `sides` says) against the model.
+fn check_range(
+    map: &FastArt<u32>,
+    model: &Model,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+    sides: &[bool],
+) {
+    let want: Vec<_> = model
+        .iter()
+        .filter(|(k, _)| in_range(k, lo, hi))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    let mut it = map.range::<Vec<u8>, _>((lo.clone(), hi.clone()));
+    let got = drain_both_ends(
+        |back| {
+            let e = if back {
+                it.next_back_entry()
+            } else {
+                it.next_entry()
+            };
+            e.map(|(k, v)| (k.to_vec(), *v))
+        },
+        sides,
+    );
+    assert_eq!(got, want, "range {lo:?}..{hi:?} sides {sides:?}");
+}
+
 fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
     match op {
         Op::Insert(k, v) => assert_eq!(
@@ -189,25 +222,23 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
             map.extend(entries.iter().map(|(k, v)| (k, *v)));
             model.extend(entries);
         }
-        Op::Range(lo, hi, sides) => {
-            let want: Vec<_> = model
-                .iter()
-                .filter(|(k, _)| in_range(k, lo, hi))
-                .map(|(k, v)| (k.clone(), *v))
-                .collect();
-            let mut it = map.range::<Vec<u8>, _>((lo.clone(), hi.clone()));
-            let got = drain_both_ends(
-                |back| {
-                    let e = if back {
-                        it.next_back_entry()
-                    } else {
-                        it.next_entry()
-                    };
-                    e.map(|(k, v)| (k.to_vec(), *v))
-                },
-                sides,
-            );
-            assert_eq!(got, want, "range {lo:?}..{hi:?} sides {sides:?}");
+        Op::Range(lo, hi, sides) => check_range(map, model, lo, hi, sides),
+        Op::RangeAt(k, pick, lo_included, hi_included, sides) => {
+            let stored: Vec<&Vec<u8>> = model.keys().collect();
+            let key = if stored.is_empty() {
+                k.clone()
+            } else {
+                pick.get(&stored).to_vec()
+            };
+            let bound = |included: bool| {
+                if included {
+                    Bound::Included(key.clone())
+                } else {
+                    Bound::Excluded(key.clone())
+                }
+            };
+            let (lo, hi) = (bound(*lo_included), bound(*hi_included));
+            check_range(map, model, &lo, &hi, sides);
         }
         Op::Prefix(p, sides) => {
             let want: Vec<_> = model

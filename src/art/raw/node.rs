@@ -751,3 +751,56 @@ impl Spec<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KINDS: [Kind; 4] = [Kind::Node4, Kind::Node16, Kind::Node48, Kind::Node256];
+
+    #[test]
+    fn kinds_allow_their_child_counts() {
+        let allowed = |kind: Kind| (0..=257).filter(|&n| kind.allows(n)).collect::<Vec<_>>();
+        assert_eq!(allowed(Kind::Node4), (1..=4).collect::<Vec<_>>());
+        assert_eq!(allowed(Kind::Node16), (5..=16).collect::<Vec<_>>());
+        assert_eq!(allowed(Kind::Node48), (13..=48).collect::<Vec<_>>());
+        assert_eq!(allowed(Kind::Node256), (37..=256).collect::<Vec<_>>());
+    }
+
+    /// Kinds grow at 5, 17 and 49 children and shrink at 12 and 36, and
+    /// whatever a node holds, the kind chosen for it allows its count.
+    #[test]
+    fn kinds_change_at_their_growth_and_shrink_points() {
+        for (count, current, want) in [
+            (4, Kind::Node4, Kind::Node4),
+            (5, Kind::Node4, Kind::Node16),
+            (16, Kind::Node16, Kind::Node16),
+            (17, Kind::Node16, Kind::Node48),
+            (4, Kind::Node16, Kind::Node4),
+            (48, Kind::Node48, Kind::Node48),
+            (49, Kind::Node48, Kind::Node256),
+            (13, Kind::Node48, Kind::Node48),
+            (12, Kind::Node48, Kind::Node16),
+            (37, Kind::Node256, Kind::Node256),
+            (36, Kind::Node256, Kind::Node48),
+            (40, Kind::Node256, Kind::Node256),
+            (12, Kind::Node256, Kind::Node16),
+            (3, Kind::Node256, Kind::Node4),
+        ] {
+            assert_eq!(
+                Kind::for_count(count, current),
+                want,
+                "{count} children, was {current:?}"
+            );
+        }
+        for current in KINDS {
+            for count in 1..=256 {
+                let kind = Kind::for_count(count, current);
+                assert!(
+                    kind.allows(count),
+                    "{count} children, was {current:?}: {kind:?}"
+                );
+            }
+        }
+    }
+}
