@@ -1074,6 +1074,8 @@ mod tests {
         }
         map.check_invariants().unwrap();
         map.compact();
+        // The compacted arenas are new: the same limit again.
+        map.raw.limit_chunks(node_chunks, leaf_chunks);
         assert_eq!(map.try_insert(path(taken), 7).unwrap(), None);
         assert_eq!(map.len(), taken as usize / 2 + 1);
         map.check_invariants().unwrap();
