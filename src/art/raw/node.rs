@@ -758,6 +758,38 @@ mod tests {
 
     const KINDS: [Kind; 4] = [Kind::Node4, Kind::Node16, Kind::Node48, Kind::Node256];
 
+    /// The checker finds a Node48 whose index is broken: the model tests
+    /// rely on it to catch what a wrong lookup might not show at once.
+    #[test]
+    fn the_checker_finds_a_broken_node48_index() {
+        let mut art = crate::art::raw::RawArt::new();
+        for byte in 0..20u8 {
+            art.insert(&[b'k', byte], u32::from(byte));
+        }
+        art.check().unwrap();
+        // SAFETY: the root is a live node.
+        let node = unsafe { Node::from_ptr(art.ptr(art.root())) };
+        assert_eq!((node.kind(), node.count()), (Kind::Node48, 20));
+        // A Node48's body starts with its index: slot + 1 per edge byte.
+        let index = node.body();
+        // SAFETY: `byte` < 256 lies in the index; each byte is put back
+        // before the tree is used for anything but `check`.
+        let edit = |byte: usize, slot: u8| unsafe { index.add(byte).replace(slot) };
+        // Byte 3 loses its slot and byte 200, which has no child, takes
+        // byte 5's: as many children as the count says, so only the index
+        // check sees that byte 3's slot is indexed by no byte.
+        let slot3 = edit(3, 0);
+        let slot5 = edit(5, 0);
+        edit(5, slot5);
+        let was = edit(200, slot5);
+        let error = art.check().unwrap_err();
+        let want = format!("slot {} is indexed 0 times", slot3 - 1);
+        assert!(error.ends_with(&want), "{error}");
+        edit(200, was);
+        edit(3, slot3);
+        art.check().unwrap();
+    }
+
     #[test]
     fn kinds_allow_their_child_counts() {
         let allowed = |kind: Kind| (0..=257).filter(|&n| kind.allows(n)).collect::<Vec<_>>();
