@@ -166,6 +166,16 @@ fn drain_both_ends(
     front
 }
 
+/// The stored key `pick` selects, or `key` if none is stored.
+fn stored_or<'a>(model: &'a Model, pick: &prop::sample::Index, key: &'a [u8]) -> &'a [u8] {
+    let stored: Vec<&[u8]> = model.keys().map(Vec::as_slice).collect();
+    if stored.is_empty() {
+        key
+    } else {
+        pick.get::<&[u8]>(&stored)
+    }
+}
+
 /// Checks `range` from both ends (as `sides` says) against the model.
 fn check_range(
     map: &FastArt<u32>,
@@ -224,12 +234,7 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
         }
         Op::Range(lo, hi, sides) => check_range(map, model, lo, hi, sides),
         Op::RangeAt(k, pick, lo_included, hi_included, sides) => {
-            let stored: Vec<&Vec<u8>> = model.keys().collect();
-            let key = if stored.is_empty() {
-                k.clone()
-            } else {
-                pick.get(&stored).to_vec()
-            };
+            let key = stored_or(model, pick, k).to_vec();
             let bound = |included: bool| {
                 if included {
                     Bound::Included(key.clone())
@@ -254,12 +259,7 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
             assert_eq!(got, want, "prefix {p:?}");
         }
         Op::PrefixOfStored(k, pick, cut, change) => {
-            let stored: Vec<&Vec<u8>> = model.keys().collect();
-            let key = if stored.is_empty() {
-                k
-            } else {
-                pick.get(&stored)
-            };
+            let key = stored_or(model, pick, k);
             let mut p = key[..cut.index(key.len() + 1)].to_vec();
             if let Some(at) = change
                 && !p.is_empty()
