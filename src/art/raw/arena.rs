@@ -75,6 +75,7 @@ const _: () = assert!(FIRST_CHUNK_UNITS.is_power_of_two() && FIRST_CHUNK_UNITS <
 const _: () = assert!(MAX_BLOCK_UNITS < CHUNK_UNITS && CHUNK_SHIFT < INDEX_BITS);
 const _: () = assert!(REGION_UNITS.is_power_of_two() && REGION_UNITS.is_multiple_of(LINE_UNITS));
 const _: () = assert!(REGION_UNITS <= MAX_BLOCK_UNITS);
+const _: () = assert!(MAX_CHUNKS << CHUNK_SHIFT == 1 << INDEX_BITS);
 
 /// Names a block: chunk number and unit offset, packed as described in the
 /// module docs. `BlockIdx(0)` is never handed out (unit 0 of chunk 0 is
@@ -590,6 +591,123 @@ mod tests {
             arena.total_units(),
             "every unit is live, free or untouched"
         );
+    }
+
+    /// `has_room_for` promises exactly what a new chunk per block, or the
+    /// untouched tail once no chunk may be added, can deliver.
+    #[test]
+    fn room_is_promised_where_it_exists() {
+        let limit = 6;
+        let mut arena = Arena::new();
+        arena.limit_chunks(limit);
+        arena.alloc(1);
+        loop {
+            // With nothing untouched, only new chunks count.
+            while arena.untouched_units() > 0 {
+                arena.alloc(1);
+            }
+            let spare = limit - arena.chunks.len();
+            assert!(arena.has_room_for(spare), "{} chunks", arena.chunks.len());
+            assert!(!arena.has_room_for(spare + 1));
+            if spare == 0 {
+                break;
+            }
+            arena.alloc(1);
+        }
+
+        // At the limit only the untouched tail counts, block by block.
+        let mut arena = Arena::new();
+        arena.plan(4 * MAX_BLOCK_UNITS);
+        arena.limit_chunks(1);
+        arena.alloc(1);
+        assert!(arena.untouched_units() > 3 * MAX_BLOCK_UNITS);
+        while arena.untouched_units() > 0 {
+            for blocks in 1..=3 {
+                assert_eq!(
+                    arena.has_room_for(blocks),
+                    arena.untouched_units() >= blocks * MAX_BLOCK_UNITS,
+                    "{blocks} blocks, {} units untouched",
+                    arena.untouched_units()
+                );
+            }
+            arena.alloc(1);
+        }
+    }
+
+    /// In a line-aware arena a block that fits in a line lies within one,
+    /// a larger one starts at a line, and blocks skip ahead only when the
+    /// current line cannot take them.
+    #[test]
+    fn line_aware_blocks_keep_to_their_lines() {
+        let line = LINE_UNITS * UNIT;
+        let mut arena = Arena::line_aware();
+        // Unit 0 is reserved: 1..4 and 4..7 share the first line, 8..12
+        // starts the next.
+        let a = arena.alloc(3);
+        assert_eq!(arena.alloc(3), a.plus(3));
+        assert_eq!(arena.alloc(4), a.plus(7));
+        let mut live = Vec::new();
+        for i in 0..20_000usize {
+            let units = 1 + (i * 7) % 40;
+            let idx = arena.alloc(units);
+            // SAFETY: a block just handed out.
+            let at = unsafe { arena.ptr(idx) } as usize;
+            if units <= LINE_UNITS {
+                assert_eq!(
+                    at / line,
+                    (at + units * UNIT - 1) / line,
+                    "{units} units at {at:#x}"
+                );
+            } else {
+                assert_eq!(at % line, 0, "{units} units at {at:#x}");
+            }
+            live.push((idx, units));
+            if i % 3 == 0 {
+                let (idx, units) = live.swap_remove(i % live.len());
+                // SAFETY: a live block of that size, not used again.
+                unsafe { arena.free(idx, units) };
+            }
+        }
+    }
+
+    /// A plan is covered by few chunks with little left over, the full ones
+    /// aligned to their size (one huge page each).
+    #[test]
+    fn planned_chunks_cover_the_plan_closely() {
+        let planned = 3 * CHUNK_UNITS + 12_345;
+        let mut arena = Arena::new();
+        arena.plan(planned);
+        let mut live = 0;
+        while live < planned {
+            arena.alloc(MAX_BLOCK_UNITS);
+            live += MAX_BLOCK_UNITS;
+        }
+        assert!(arena.chunks.len() <= 6, "{} chunks", arena.chunks.len());
+        assert!(
+            arena.total_units() <= planned + planned / 64,
+            "{} units for a plan of {planned}",
+            arena.total_units()
+        );
+        let full = CHUNK_UNITS * UNIT;
+        for (chunk, &units) in arena.chunks.iter().zip(&arena.chunk_units) {
+            if units as usize == CHUNK_UNITS {
+                assert_eq!(chunk.as_ptr() as usize % full, 0, "a full chunk is aligned");
+            }
+        }
+        assert_eq!(arena.chunk_units[..3], [CHUNK_UNITS as u32; 3]);
+    }
+
+    /// Unplanned growth adds an eighth of what the arena holds at a time,
+    /// so the number of chunks grows with the logarithm of its size (51 to
+    /// reach 8 MiB; chunks sized to the block that asks would take some
+    /// 3,000).
+    #[test]
+    fn growth_takes_few_chunks() {
+        let mut arena = Arena::new();
+        while arena.total_units() < 4 * CHUNK_UNITS {
+            arena.alloc(MAX_BLOCK_UNITS);
+        }
+        assert!(arena.chunks.len() <= 64, "{} chunks", arena.chunks.len());
     }
 
     #[test]

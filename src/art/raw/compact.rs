@@ -828,8 +828,9 @@ mod tests {
         }
     }
 
-    /// The packing's bit tricks against the plain loops they stand for,
-    /// over fills built by random takes (blocks of one line and longer).
+    /// The packing's bit tricks and searches against the plain loops they
+    /// stand for, over fills built by random takes (blocks of one line and
+    /// longer).
     #[test]
     fn region_fill_finds_room_as_a_plain_search_does() {
         let mut next = below(0x9e37_79b9_7f4a_7c15);
@@ -839,7 +840,13 @@ mod tests {
             for _ in 0..next(60) {
                 let units = 1 + next(20) as usize;
                 let lines = fill.0.map(usize::from);
-                let plain = lines.iter().position(|&taken| taken + units <= LINE);
+                let plain = if units <= LINE {
+                    lines.iter().position(|&taken| taken + units <= LINE)
+                } else {
+                    // The first run of empty lines long enough, up to the last.
+                    let n = units.div_ceil(LINE);
+                    (0..=LINES - n).find(|&first| lines[first..first + n].iter().all(|&t| t == 0))
+                };
                 if units <= LINE {
                     assert_eq!(
                         fill.first_line_with_room(units),
@@ -850,11 +857,9 @@ mod tests {
                 if let Some(offset) = fill.take(units) {
                     found += 1;
                     assert_eq!(fill.taken_units(), lines.iter().sum::<usize>() + units);
-                    if units <= LINE {
-                        assert_eq!(Some(offset / LINE), plain);
-                    }
+                    assert_eq!(Some(offset / LINE), plain, "{units} in {lines:?}");
                 } else {
-                    assert!(units > LINE || plain.is_none());
+                    assert_eq!(plain, None, "{units} in {lines:?}");
                 }
                 let lines = fill.0.map(usize::from);
                 assert_eq!(fill.taken_units(), lines.iter().sum::<usize>());

@@ -1098,4 +1098,53 @@ mod tests {
             assert_eq!(common_prefix(&a[..n], a), n);
         }
     }
+
+    /// `stats` walks the tree; its counts must agree with a shape worked out
+    /// by hand and its byte totals with the arenas' own books.
+    #[test]
+    fn stats_agree_with_the_shape_and_the_arenas() {
+        let mut art = RawArt::new();
+        // A root Node4 on 'a' and 'b' (depth 0); below 'a' a Node4 on 'b' and
+        // 'c' whose terminal is "a" (depth 1); four leaves, three at depth 2.
+        for (i, key) in [&b"a"[..], b"ab", b"ac", b"b"].into_iter().enumerate() {
+            art.insert(key, i as u64);
+        }
+        let s = art.stats();
+        assert_eq!(s.leaves, 4);
+        assert_eq!(s.nodes, [2, 0, 0, 0]);
+        assert_eq!((s.max_depth, s.depth_sum), (2, 7));
+        let debug = format!("{art:?}");
+        assert!(
+            debug.starts_with("RawArt { len: 4, nodes: Arena {"),
+            "{debug}"
+        );
+        assert!(debug.contains("chunk_bytes"), "{debug}");
+
+        // Every node kind, and suffixes long enough to live out of line.
+        for i in 0..3000u32 {
+            let long = if i % 100 == 0 {
+                "x".repeat(300)
+            } else {
+                String::new()
+            };
+            let key = format!("{}/{}{long}", i % 300, i);
+            art.insert(key.as_bytes(), u64::from(i));
+        }
+        for b in 0..=255u8 {
+            art.insert(&[b'z', b], 0);
+        }
+        for b in 0..30u8 {
+            art.insert(&[b'y', b], 0);
+        }
+        art.check().unwrap();
+        let s = art.stats();
+        assert_eq!(s.leaves, art.len());
+        assert!(s.nodes.iter().all(|&n| n > 0), "every kind: {:?}", s.nodes);
+        assert_eq!(s.leaf_bytes, art.leaves.live_units() * UNIT);
+        assert_eq!(s.node_bytes, art.nodes.live_units() * UNIT);
+        let total = (art.leaves.total_units() + art.nodes.total_units()) * UNIT;
+        assert_eq!(s.leaf_bytes + s.node_bytes + s.free_bytes, total);
+        assert!(s.free_bytes > 0, "growth leaves untouched units");
+        assert!(s.out_of_line_bytes >= 30 * 300);
+    }
 }
