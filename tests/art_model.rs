@@ -190,6 +190,8 @@ fn check_range(
         .map(|(k, v)| (k.clone(), *v))
         .collect();
     let mut it = map.range::<Vec<u8>, _>((lo.clone(), hi.clone()));
+    let (least, most) = it.size_hint();
+    assert!(least <= want.len() && most.is_none_or(|most| most >= want.len()));
     let got = drain_both_ends(
         |back| {
             let e = if back {
@@ -279,9 +281,15 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
         Op::Iterate(sides) => {
             let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
             let mut it = map.iter();
-            assert_eq!(it.len(), want.len());
+            let mut left = want.len();
             let got = drain_both_ends(
-                |back| if back { it.next_back() } else { it.next() }.map(|(k, v)| (k, *v)),
+                |back| {
+                    // Exact at every step, from either end.
+                    assert_eq!(it.len(), left);
+                    let e = if back { it.next_back() } else { it.next() };
+                    left -= usize::from(e.is_some());
+                    e.map(|(k, v)| (k, *v))
+                },
                 sides,
             );
             assert_eq!(got, want);
@@ -364,15 +372,19 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                 map.values_mut().for_each(|v| *v = v.wrapping_add(*add));
             } else {
                 let mut it = map.iter_mut();
-                assert_eq!(it.len(), model.len());
-                // From both ends: each value once.
+                let mut left = model.len();
+                assert_eq!(it.len(), left);
+                // From both ends: each value once; the length exact throughout.
                 while let Some((k, v)) = if it.len().is_multiple_of(2) {
                     it.next()
                 } else {
                     it.next_back()
                 } {
+                    left -= 1;
+                    assert_eq!(it.len(), left);
                     *v = v.wrapping_add(*add ^ k.len() as u32);
                 }
+                assert_eq!(left, 0);
             }
             for (k, v) in model.iter_mut() {
                 let add = if *values_only {
@@ -689,6 +701,26 @@ fn node_grows_to_256_and_shrinks_back() {
     }
     assert_eq!(map.len(), 1);
     assert_eq!(map.get("n"), Some(&999));
+}
+
+/// `or_default` and the entries' `Debug`, which the operations above leave
+/// out.
+#[test]
+fn entry_or_default_and_debug() {
+    let mut map: FastArt<u32> = FastArt::new();
+    *map.entry(&b"a\xff"[..]).or_default() += 5;
+    *map.entry(&b"a\xff"[..]).or_default() += 1;
+    assert_eq!(map.get(b"a\xff"), Some(&6));
+    assert_eq!(map.entry("b").or_default(), &0);
+    assert_eq!(map.len(), 2);
+    assert_eq!(
+        format!("{:?}", map.entry(&b"a\xff"[..])),
+        r#"Entry(OccupiedEntry { key: b"a\xff", value: 6 })"#
+    );
+    assert_eq!(
+        format!("{:?}", map.entry("c")),
+        r#"Entry(VacantEntry(b"c"))"#
+    );
 }
 
 /// Keys that are prefixes of each other, the empty key, and 0x00 bytes, all
