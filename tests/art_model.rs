@@ -147,10 +147,7 @@ fn in_range(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
 
 /// Drains a double-ended iterator taking from the front or the back as
 /// `sides` says (cycled; true = back), and reassembles the sequence.
-fn drain_both_ends(
-    mut next: impl FnMut(bool) -> Option<(Vec<u8>, u32)>,
-    sides: &[bool],
-) -> Vec<(Vec<u8>, u32)> {
+fn drain_both_ends<T>(mut next: impl FnMut(bool) -> Option<T>, sides: &[bool]) -> Vec<T> {
     let (mut front, mut back) = (Vec::new(), Vec::new());
     for i in 0.. {
         let from_back = !sides.is_empty() && sides[i % sides.len()];
@@ -164,6 +161,26 @@ fn drain_both_ends(
     assert!(next(false).is_none() && next(true).is_none());
     front.extend(back.into_iter().rev());
     front
+}
+
+/// Drains `it` from the ends `sides` picks, checking its exact length before
+/// every step, and returns the items in key order.
+fn drain_exact<I>(mut it: I, sides: &[bool]) -> Vec<I::Item>
+where
+    I: DoubleEndedIterator + ExactSizeIterator,
+{
+    let mut left = it.len();
+    let items = drain_both_ends(
+        |back| {
+            assert_eq!(it.len(), left);
+            let item = if back { it.next_back() } else { it.next() };
+            left -= usize::from(item.is_some());
+            item
+        },
+        sides,
+    );
+    assert_eq!(it.len(), 0);
+    items
 }
 
 /// The stored key `pick` selects, or `key` if none is stored.
@@ -279,16 +296,56 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
             assert_eq!(got, want, "prefix {p:?}");
         }
         Op::Iterate(sides) => {
+            // Every view, from either end; `drain_exact` checks each one's
+            // length at every step.
             let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
-            let mut it = map.iter();
-            let mut left = want.len();
+            let keys: Vec<_> = model.keys().cloned().collect();
+            let values: Vec<_> = model.values().copied().collect();
+            let got = drain_exact(map.iter(), sides);
+            assert!(got.into_iter().map(|(k, v)| (k, *v)).eq(want.clone()));
+            assert_eq!(drain_exact(map.keys(), sides), keys);
+            let got = drain_exact(map.values(), sides);
+            assert!(got.into_iter().copied().eq(values.clone()));
+            let got = drain_exact(map.values_mut(), sides);
+            assert!(got.into_iter().map(|v| *v).eq(values.clone()));
+            assert_eq!(drain_exact(map.clone().into_iter(), sides), want);
+            assert_eq!(drain_exact(map.clone().into_keys(), sides), keys);
+            assert_eq!(drain_exact(map.clone().into_values(), sides), values);
+            // The lending views: keys borrowed from the iterator.
+            let mut it = map.keys();
             let got = drain_both_ends(
                 |back| {
-                    // Exact at every step, from either end.
-                    assert_eq!(it.len(), left);
-                    let e = if back { it.next_back() } else { it.next() };
-                    left -= usize::from(e.is_some());
-                    e.map(|(k, v)| (k, *v))
+                    let k = if back {
+                        it.next_back_key()
+                    } else {
+                        it.next_key()
+                    };
+                    k.map(<[u8]>::to_vec)
+                },
+                sides,
+            );
+            assert_eq!(got, keys);
+            let mut it = map.clone().into_keys();
+            let got = drain_both_ends(
+                |back| {
+                    if back {
+                        it.next_back()
+                    } else {
+                        it.next_key().map(<[u8]>::to_vec)
+                    }
+                },
+                sides,
+            );
+            assert_eq!(got, keys);
+            let mut it = map.clone().into_iter();
+            let got = drain_both_ends(
+                |back| {
+                    let e = if back {
+                        it.next_back_entry()
+                    } else {
+                        it.next_entry()
+                    };
+                    e.map(|(k, v)| (k.to_vec(), v))
                 },
                 sides,
             );
@@ -397,6 +454,9 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
         }
         Op::AddToRange(lo, hi, add, sides) => {
             let mut it = map.range_mut::<Vec<u8>, _>((lo.clone(), hi.clone()));
+            let n = model.keys().filter(|k| in_range(k, lo, hi)).count();
+            let (least, most) = it.size_hint();
+            assert!(least <= n && most.is_none_or(|most| most >= n));
             let mut seen = Vec::new();
             for i in 0.. {
                 let back = !sides.is_empty() && sides[i % sides.len()];
