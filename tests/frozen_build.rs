@@ -107,10 +107,16 @@ fn a_builder_can_write_straight_to_a_file() {
     let path = dir.path().join("streamed.memkv");
     let file = std::fs::File::create(&path).unwrap();
     let mut builder = FrozenLayerBuilder::new(BufWriter::new(file)).unwrap();
+    assert!(builder.is_empty());
     for i in 0..2000u32 {
         builder.insert(format!("key{i:05}"), i).unwrap();
     }
     assert_eq!(builder.len(), 2000);
+    assert!(!builder.is_empty());
+    assert_eq!(
+        format!("{builder:?}"),
+        "FrozenLayerBuilder { value_type: \"u32\", len: 2000, .. }"
+    );
     // Output-sized: the fst so far, 2000 values of 11 bits (344 words), and
     // the smallest node cache and fst buffer (16 + 4 KiB); growth may leave
     // some capacity spare, never a word per value.
@@ -120,16 +126,57 @@ fn a_builder_can_write_straight_to_a_file() {
         (output..=2 * output + (20 << 10)).contains(&held),
         "builder holds {held} bytes for {output} bytes of output"
     );
-    let file = builder.finish().unwrap().into_inner().unwrap();
+    let written = builder.bytes_written();
+    let writer = builder.finish().unwrap();
+    // Finishing flushes everything through to the file.
+    assert!(writer.buffer().is_empty());
+    let file = writer.into_inner().unwrap();
     file.sync_all().unwrap();
+    // What was written before finishing is the header and all of the fst
+    // but its last nodes and footer; the column (16 + 344 * 8 bytes) and
+    // the trailer (32) follow.
+    let fst_end = std::fs::metadata(&path).unwrap().len() - (16 + 344 * 8) - 32;
+    assert!(
+        written <= fst_end && written + 64 >= fst_end,
+        "{written} bytes written before finishing, {fst_end} after"
+    );
     let layer = FrozenLayer::<u32>::open(&path).unwrap();
     assert_eq!(layer.len(), 2000);
     assert_eq!(layer.get("key01999"), Some(1999));
     assert_eq!(layer.nth(1234), Some((b"key01234".to_vec(), 1234)));
-    // Building in memory gives the very same bytes.
+    assert_eq!(
+        format!("{layer:?}"),
+        format!(
+            "FrozenLayer {{ value_type: \"u32\", len: 2000, bytes: {}, mapped: true }}",
+            fst_end + 16 + 344 * 8 + 32
+        )
+    );
+    // Building in memory gives the very same bytes, and so does writing
+    // the layer out.
     let in_memory =
         FrozenLayer::from_sorted_iter((0..2000u32).map(|i| (format!("key{i:05}"), i))).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), in_memory.as_bytes());
+    assert!(format!("{in_memory:?}").ends_with("mapped: false }"));
+    let mut out = Vec::new();
+    in_memory.write_to(&mut out).unwrap();
+    assert_eq!(out, in_memory.as_bytes());
+    let mut full = [0u8; 100];
+    assert!(matches!(
+        in_memory.write_to(&mut full[..]),
+        Err(Error::Io { .. })
+    ));
+}
+
+/// The builder's memory counts the values it holds as well as the fst.
+#[test]
+fn a_builder_counts_the_values_it_holds() {
+    let mut builder = FrozenLayerBuilder::<Vec<u8>, _>::memory();
+    for i in 0..100u32 {
+        builder.insert(format!("{i:03}"), vec![7; 1000]).unwrap();
+    }
+    assert!(builder.memory_usage() >= 100 * 1000);
+    let layer = builder.into_layer().unwrap();
+    assert_eq!(layer.get("042"), Some(vec![7; 1000]));
 }
 
 /// Saves and reopens a layer of `V`, checking every value.

@@ -177,6 +177,60 @@ fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
     ));
 }
 
+/// The byte column's offsets are checked by the full checks only: they pass
+/// `open_unverified`, and `from_bytes`, `open` and `verify` catch them.
+#[test]
+fn bad_value_offsets_are_caught_by_the_full_checks() {
+    let bytes = sample_bytes().as_bytes().to_vec();
+    let trailer = bytes.len() - 32;
+    let field = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    // The column opens with the offsets' length, then their packed base:
+    // raising the base moves every value's end past the blob.
+    let base_at = 32 + field(trailer + 8) as usize + 8;
+    let mut bad = bytes.clone();
+    let base = u64::from_le_bytes(bad[base_at..base_at + 8].try_into().unwrap());
+    bad[base_at..base_at + 8].copy_from_slice(&(base + 1000).to_le_bytes());
+    reseal(&mut bad);
+    assert!(matches!(
+        FrozenLayer::<Vec<u8>>::from_bytes(bad.clone()),
+        Err(Error::Corrupt { .. })
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("offsets.memkv");
+    fs::write(&path, &bad).unwrap();
+    assert!(matches!(
+        FrozenLayer::<Vec<u8>>::open(&path),
+        Err(Error::Corrupt { .. })
+    ));
+    let unverified = FrozenLayer::<Vec<u8>>::open_unverified(&path).unwrap();
+    assert!(matches!(unverified.verify(), Err(Error::Corrupt { .. })));
+    // Unchecked, the values read past the blob come back empty.
+    assert_eq!(unverified.get("k6"), Some(Vec::new()));
+}
+
+/// An fst of 36 bytes (a header and a footer, no node) is the smallest that
+/// `fst` accepts for parsing, so its root address is checked too.
+#[test]
+fn the_smallest_fsts_root_is_checked() {
+    let empty = FrozenLayer::<u64>::from_sorted_iter(Vec::<(&str, u64)>::new()).unwrap();
+    let bytes = empty.as_bytes();
+    let trailer = bytes.len() - 32;
+    let field = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let fst_end = 32 + field(trailer + 8) as usize;
+    // Drop the empty root node between the fst's 16-byte header and its
+    // 20-byte footer, and point the root far away.
+    let mut forged = bytes[..48].to_vec();
+    forged.extend_from_slice(&bytes[fst_end - 20..]);
+    let new_trailer = forged.len() - 32;
+    forged[new_trailer + 8..new_trailer + 16].copy_from_slice(&36u64.to_le_bytes());
+    forged[68 - 12..68 - 4].copy_from_slice(&u64::MAX.to_le_bytes());
+    reseal(&mut forged);
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(forged),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
 #[test]
 fn foreign_bytes_are_rejected() {
     assert!(matches!(

@@ -331,18 +331,22 @@ pub(crate) fn save_atomically_with(
     sync_dir(dir).map_err(io_error(format!("syncing directory {}", dir.display())))
 }
 
+/// Numbers this process's temporary files apart.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The name of temporary file `number` for `file_name`.
+fn temp_name(file_name: &std::ffi::OsStr, number: u64) -> std::ffi::OsString {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(file_name);
+    name.push(format!(".{}.{number}.tmp", std::process::id()));
+    name
+}
+
 /// Creates a fresh file next to the target, named after it.
 fn create_temp_file(dir: &Path, file_name: &std::ffi::OsStr) -> Result<(PathBuf, File)> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     loop {
-        let mut name = std::ffi::OsString::from(".");
-        name.push(file_name);
-        name.push(format!(
-            ".{}.{}.tmp",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let temp_path = dir.join(name);
+        let number = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp_path = dir.join(temp_name(file_name, number));
         match File::options()
             .write(true)
             .create_new(true)
@@ -465,6 +469,54 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("layer.memkv")]);
+    }
+
+    #[test]
+    fn the_temporary_file_is_made_beside_the_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("layer.memkv");
+        let mut seen = None;
+        save_atomically_with(&path, |_, temp_path| {
+            seen = Some(temp_path.to_owned());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen.unwrap().parent(), Some(dir.path()));
+        // A bare file name is in the current directory. The write fails, so
+        // nothing is left there.
+        let failure = || Error::Io {
+            context: "test".to_owned(),
+            source: io::Error::other("refused"),
+        };
+        let mut seen = None;
+        let result = save_atomically_with(Path::new("memkv-test-bare.memkv"), |_, temp_path| {
+            seen = Some(temp_path.to_owned());
+            Err(failure())
+        });
+        assert!(matches!(result, Err(Error::Io { context, .. }) if context == "test"));
+        let seen = seen.unwrap();
+        assert_eq!(seen.parent(), Some(Path::new(".")));
+        assert!(!seen.exists());
+    }
+
+    #[test]
+    fn a_leftover_temporary_file_is_stepped_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = std::ffi::OsStr::new("layer.memkv");
+        // The next names this process may pick (other tests take numbers
+        // too, so block a good many).
+        let next = TEMP_COUNTER.load(Ordering::Relaxed);
+        for number in next..next + 1000 {
+            fs::write(dir.path().join(temp_name(name, number)), b"stale").unwrap();
+        }
+        save_atomically(&dir.path().join(name), b"fresh").unwrap();
+        assert_eq!(fs::read(dir.path().join(name)).unwrap(), b"fresh");
+        // Any other error ends the search.
+        let missing = dir.path().join("no-such-dir").join(name);
+        assert!(matches!(
+            save_atomically(&missing, b"lost"),
+            Err(Error::Io { .. })
+        ));
     }
 
     #[test]
