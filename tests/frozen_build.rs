@@ -294,6 +294,15 @@ fn automata_search_the_keys() {
     let mut lending = layer.search(Subsequence::new("cut"));
     assert_eq!(lending.next_entry(), Some((&b"usr/bin/cut"[..], 2)));
     assert_eq!(lending.next_entry(), None);
+    let layer_debug = format!("{layer:?}");
+    assert_eq!(
+        format!("{lending:?}"),
+        format!("Search {{ layer: {layer_debug}, .. }}")
+    );
+    assert_eq!(
+        format!("{:?}", layer.iter()),
+        format!("Iter {{ layer: {layer_debug}, .. }}")
+    );
 }
 
 #[cfg(feature = "levenshtein")]

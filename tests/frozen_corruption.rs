@@ -208,6 +208,48 @@ fn bad_value_offsets_are_caught_by_the_full_checks() {
     assert_eq!(unverified.get("k6"), Some(Vec::new()));
 }
 
+/// Byte columns whose offsets disagree with their blob, behind a valid
+/// checksum: offsets that go back, and a section too short for its own
+/// offsets' length.
+#[test]
+fn inconsistent_byte_columns_are_caught() {
+    // Values "", "aa", "b": ends 0, 2, 3 packed two bits each in one word.
+    let layer = FrozenLayer::<Vec<u8>>::from_sorted_iter([
+        ("a", Vec::new()),
+        ("b", b"aa".to_vec()),
+        ("c", b"b".to_vec()),
+    ])
+    .unwrap();
+    let bytes = layer.as_bytes().to_vec();
+    let trailer = bytes.len() - 32;
+    let field = |bytes: &[u8], at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let column = 32 + field(&bytes, trailer + 8) as usize;
+    // Offsets' length, then the packed offsets' base, width and word.
+    assert_eq!(field(&bytes, column), 24);
+    let word = column + 8 + 16;
+    assert_eq!(field(&bytes, word), 2 << 2 | 3 << 4);
+
+    // Ends 3, 1, 3: the last one matches the blob, the middle goes back.
+    let mut backwards = bytes.clone();
+    backwards[word..word + 8].copy_from_slice(&(3u64 | 1 << 2 | 3 << 4).to_le_bytes());
+    reseal(&mut backwards);
+    assert!(matches!(
+        FrozenLayer::<Vec<u8>>::from_bytes(backwards),
+        Err(Error::Corrupt { .. })
+    ));
+
+    // A column of 4 bytes, too short for the offsets' length.
+    let mut short = bytes[..column + 4].to_vec();
+    short.extend_from_slice(&bytes[trailer..]);
+    let short_trailer = short.len() - 32;
+    short[short_trailer + 16..short_trailer + 24].copy_from_slice(&4u64.to_le_bytes());
+    reseal(&mut short);
+    assert!(matches!(
+        FrozenLayer::<Vec<u8>>::from_bytes(short),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
 /// An fst of 36 bytes (a header and a footer, no node) is the smallest that
 /// `fst` accepts for parsing, so its root address is checked too.
 #[test]
