@@ -167,16 +167,29 @@ fn a_builder_can_write_straight_to_a_file() {
     ));
 }
 
-/// The builder's memory counts the values it holds as well as the fst.
+/// The builder's memory counts the values it holds as well as the fst, whose
+/// keys here are few bytes.
 #[test]
 fn a_builder_counts_the_values_it_holds() {
     let mut builder = FrozenLayerBuilder::<Vec<u8>, _>::memory();
     for i in 0..100u32 {
         builder.insert(format!("{i:03}"), vec![7; 1000]).unwrap();
     }
-    assert!(builder.memory_usage() >= 100 * 1000);
+    let held = builder.memory_usage();
+    assert!((100_000..300_000).contains(&held), "{held} bytes");
     let layer = builder.into_layer().unwrap();
     assert_eq!(layer.get("042"), Some(vec![7; 1000]));
+
+    // 100,000 values of 64 bits: 800,000 bytes packed.
+    let mut builder = FrozenLayerBuilder::<u64, _>::memory();
+    let value = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for i in 0..100_000 {
+        builder.insert(format!("{i:06}"), value(i)).unwrap();
+    }
+    let held = builder.memory_usage();
+    assert!((800_000..2_000_000).contains(&held), "{held} bytes");
+    let layer = builder.into_layer().unwrap();
+    assert_eq!(layer.get("054321"), Some(value(54321)));
 }
 
 /// Saves and reopens a layer of `V`, checking every value.
