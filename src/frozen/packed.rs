@@ -321,6 +321,20 @@ mod tests {
     }
 
     #[test]
+    fn debug_shows_the_working_layout() {
+        let mut builder = PackedBuilder::default();
+        for v in [7, 5, 9] {
+            builder.push(v);
+        }
+        // 5 came below the first base, so the base moved down by the range
+        // seen so far (7 - 5) to leave room below.
+        assert_eq!(
+            format!("{builder:?}"),
+            "PackedBuilder { len: 3, base: 3, width: 3, .. }"
+        );
+    }
+
+    #[test]
     fn rejects_sections_of_the_wrong_length() {
         let mut section = Vec::new();
         let mut builder = PackedBuilder::default();
