@@ -301,13 +301,22 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
             let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();
             let keys: Vec<_> = model.keys().cloned().collect();
             let values: Vec<_> = model.values().copied().collect();
-            let got = drain_exact(map.iter(), sides);
-            assert!(got.into_iter().map(|(k, v)| (k, *v)).eq(want.clone()));
+            let got: Vec<_> = drain_exact(map.iter(), sides)
+                .into_iter()
+                .map(|(k, v)| (k, *v))
+                .collect();
+            assert_eq!(got, want);
             assert_eq!(drain_exact(map.keys(), sides), keys);
-            let got = drain_exact(map.values(), sides);
-            assert!(got.into_iter().copied().eq(values.clone()));
-            let got = drain_exact(map.values_mut(), sides);
-            assert!(got.into_iter().map(|v| *v).eq(values.clone()));
+            let got: Vec<_> = drain_exact(map.values(), sides)
+                .into_iter()
+                .copied()
+                .collect();
+            assert_eq!(got, values);
+            let got: Vec<_> = drain_exact(map.values_mut(), sides)
+                .into_iter()
+                .map(|v| *v)
+                .collect();
+            assert_eq!(got, values);
             assert_eq!(drain_exact(map.clone().into_iter(), sides), want);
             assert_eq!(drain_exact(map.clone().into_keys(), sides), keys);
             assert_eq!(drain_exact(map.clone().into_values(), sides), values);

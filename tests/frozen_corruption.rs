@@ -130,6 +130,17 @@ fn reseal(bytes: &mut [u8]) {
     bytes[end..].copy_from_slice(&crc.to_le_bytes());
 }
 
+/// The little-endian `u64` at `at`.
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+/// Where a layer's fst section ends (and its column starts): after the
+/// 32-byte header and the fst length the trailer gives.
+fn fst_end(bytes: &[u8]) -> usize {
+    32 + u64_at(bytes, bytes.len() - 32 + 8) as usize
+}
+
 #[test]
 fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
     let bytes = sample_u64().as_bytes().to_vec();
@@ -146,8 +157,7 @@ fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
     // The fst one byte longer and the column one shorter: the sum still
     // fits the file, but neither section parses.
     let mut wrong_lengths = bytes.clone();
-    let field = |bytes: &[u8], at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-    let (fst_len, column_len) = (field(&bytes, trailer + 8), field(&bytes, trailer + 16));
+    let (fst_len, column_len) = (u64_at(&bytes, trailer + 8), u64_at(&bytes, trailer + 16));
     wrong_lengths[trailer + 8..trailer + 16].copy_from_slice(&(fst_len + 1).to_le_bytes());
     wrong_lengths[trailer + 16..trailer + 24].copy_from_slice(&(column_len - 1).to_le_bytes());
     reseal(&mut wrong_lengths);
@@ -158,7 +168,7 @@ fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
 
     // A wild fst root address (fst::raw::Fst::new would overflow on it).
     let mut wild_root = bytes.clone();
-    let fst_end = 32 + field(&bytes, trailer + 8) as usize;
+    let fst_end = fst_end(&bytes);
     wild_root[fst_end - 12..fst_end - 4].copy_from_slice(&u64::MAX.to_le_bytes());
     reseal(&mut wild_root);
     assert!(matches!(
@@ -182,13 +192,11 @@ fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
 #[test]
 fn bad_value_offsets_are_caught_by_the_full_checks() {
     let bytes = sample_bytes().as_bytes().to_vec();
-    let trailer = bytes.len() - 32;
-    let field = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
     // The column opens with the offsets' length, then their packed base:
     // raising the base moves every value's end past the blob.
-    let base_at = 32 + field(trailer + 8) as usize + 8;
+    let base_at = fst_end(&bytes) + 8;
     let mut bad = bytes.clone();
-    let base = u64::from_le_bytes(bad[base_at..base_at + 8].try_into().unwrap());
+    let base = u64_at(&bytes, base_at);
     bad[base_at..base_at + 8].copy_from_slice(&(base + 1000).to_le_bytes());
     reseal(&mut bad);
     assert!(matches!(
@@ -222,12 +230,11 @@ fn inconsistent_byte_columns_are_caught() {
     .unwrap();
     let bytes = layer.as_bytes().to_vec();
     let trailer = bytes.len() - 32;
-    let field = |bytes: &[u8], at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-    let column = 32 + field(&bytes, trailer + 8) as usize;
+    let column = fst_end(&bytes);
     // Offsets' length, then the packed offsets' base, width and word.
-    assert_eq!(field(&bytes, column), 24);
+    assert_eq!(u64_at(&bytes, column), 24);
     let word = column + 8 + 16;
-    assert_eq!(field(&bytes, word), 2 << 2 | 3 << 4);
+    assert_eq!(u64_at(&bytes, word), 2 << 2 | 3 << 4);
 
     // Ends 3, 1, 3: the last one matches the blob, the middle goes back.
     let mut backwards = bytes.clone();
@@ -256,9 +263,7 @@ fn inconsistent_byte_columns_are_caught() {
 fn the_smallest_fsts_root_is_checked() {
     let empty = FrozenLayer::<u64>::from_sorted_iter(Vec::<(&str, u64)>::new()).unwrap();
     let bytes = empty.as_bytes();
-    let trailer = bytes.len() - 32;
-    let field = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-    let fst_end = 32 + field(trailer + 8) as usize;
+    let fst_end = fst_end(bytes);
     // Drop the empty root node between the fst's 16-byte header and its
     // 20-byte footer, and point the root far away.
     let mut forged = bytes[..48].to_vec();

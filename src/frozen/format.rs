@@ -484,14 +484,13 @@ mod tests {
         assert_eq!(seen.unwrap().parent(), Some(dir.path()));
         // A bare file name is in the current directory. The write fails, so
         // nothing is left there.
-        let failure = || Error::Io {
-            context: "test".to_owned(),
-            source: io::Error::other("refused"),
-        };
         let mut seen = None;
         let result = save_atomically_with(Path::new("memkv-test-bare.memkv"), |_, temp_path| {
             seen = Some(temp_path.to_owned());
-            Err(failure())
+            Err(Error::Io {
+                context: "test".to_owned(),
+                source: io::Error::other("refused"),
+            })
         });
         assert!(matches!(result, Err(Error::Io { context, .. }) if context == "test"));
         let seen = seen.unwrap();
