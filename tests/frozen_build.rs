@@ -135,7 +135,8 @@ fn a_builder_can_write_straight_to_a_file() {
     // What was written before finishing is the header and all of the fst
     // but its last nodes and footer; the column (16 + 344 * 8 bytes) and
     // the trailer (32) follow.
-    let fst_end = std::fs::metadata(&path).unwrap().len() - (16 + 344 * 8) - 32;
+    let file_len = std::fs::metadata(&path).unwrap().len();
+    let fst_end = file_len - (16 + 344 * 8) - 32;
     assert!(
         written <= fst_end && written + 64 >= fst_end,
         "{written} bytes written before finishing, {fst_end} after"
@@ -147,8 +148,7 @@ fn a_builder_can_write_straight_to_a_file() {
     assert_eq!(
         format!("{layer:?}"),
         format!(
-            "FrozenLayer {{ value_type: \"u32\", len: 2000, bytes: {}, mapped: true }}",
-            fst_end + 16 + 344 * 8 + 32
+            "FrozenLayer {{ value_type: \"u32\", len: 2000, bytes: {file_len}, mapped: true }}"
         )
     );
     // Building in memory gives the very same bytes, and so does writing
