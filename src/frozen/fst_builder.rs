@@ -662,6 +662,101 @@ mod tests {
         }
     }
 
+    /// A node's fields, with each transition's target as a choice among
+    /// the nodes written before it (see `node_round_trip`).
+    type NodeFields = (bool, u64, Vec<(u8, u64, u8)>);
+
+    fn node_fields() -> impl proptest::strategy::Strategy<Value = NodeFields> {
+        use proptest::prelude::*;
+        let output = || {
+            prop_oneof![
+                2 => Just(0u64),
+                1 => any::<u64>().prop_map(|v| v >> (v % 64)),
+            ]
+        };
+        let count = prop_oneof![4 => 0..=3usize, 1 => 30..=70usize, 1 => 250..=256usize];
+        let transitions = count.prop_flat_map(move |n| {
+            (
+                prop::sample::subsequence((0..=255u8).collect::<Vec<_>>(), n),
+                prop::collection::vec((output(), any::<u8>()), n),
+            )
+                .prop_map(|(inputs, rest)| {
+                    let fields = inputs.into_iter().zip(rest);
+                    fields
+                        .map(|(input, (out, target))| (input, out, target))
+                        .collect()
+                })
+        });
+        (any::<bool>(), output(), transitions)
+    }
+
+    proptest::proptest! {
+        /// Every node encoding the writer produces (one transition to the
+        /// node just written or elsewhere, with an output or none; many
+        /// transitions, with and without the 256-byte index and the count
+        /// byte; final or not, with a final output or none) reads back as
+        /// written, through the fst crate's reader, ours, and the cache's
+        /// comparison. Node shapes a minimal fst of ordinals never has (an
+        /// output on a one-transition node) are written too: the format
+        /// allows them, and the readers must not depend on their absence.
+        #[test]
+        fn node_round_trip(nodes in proptest::collection::vec(node_fields(), 1..12)) {
+            let mut builder = FstBuilder::new(Vec::new());
+            let mut written: Vec<(u64, NodeSpec)> = Vec::new();
+            for (is_final, final_output, fields) in nodes {
+                let transitions = fields
+                    .into_iter()
+                    .map(|(input, output, target)| Transition {
+                        input,
+                        output,
+                        addr: match (target, written.last()) {
+                            (0..64, _) | (_, None) => EMPTY_ADDRESS,
+                            (64..160, Some(&(last, _))) => last,
+                            _ => written[usize::from(target) % written.len()].0,
+                        },
+                    })
+                    .collect::<Vec<_>>();
+                // A final node without transitions or output is the empty
+                // node, which `compile` never writes.
+                let is_final = is_final || transitions.is_empty();
+                let final_output = if is_final && transitions.is_empty() {
+                    final_output.max(1)
+                } else if is_final {
+                    final_output
+                } else {
+                    0
+                };
+                let node = NodeSpec { is_final, final_output, transitions };
+                let addr = builder.out.write(&node);
+                proptest::prop_assert!(builder.out.equals(addr, &node));
+                written.push((addr, node));
+            }
+            let bytes = builder.finish();
+            let fst = fst::raw::Fst::new(bytes).unwrap();
+            fst.verify().unwrap();
+            let data = fst.as_bytes();
+            for (addr, node) in &written {
+                let theirs = fst.node(*addr as usize);
+                let theirs = NodeSpec {
+                    is_final: theirs.is_final(),
+                    final_output: theirs.final_output().value(),
+                    transitions: theirs
+                        .transitions()
+                        .map(|t| Transition { input: t.inp, output: t.out.value(), addr: t.addr as u64 })
+                        .collect(),
+                };
+                proptest::prop_assert_eq!(&theirs, node);
+                let ours = NodeView::new(data, *addr, common_codes());
+                let ours = NodeSpec {
+                    is_final: ours.is_final,
+                    final_output: ours.final_output,
+                    transitions: (0..ours.len).map(|i| ours.transition(data, i)).collect(),
+                };
+                proptest::prop_assert_eq!(&ours, node);
+            }
+        }
+    }
+
     #[test]
     fn the_fst_follows_a_prefix() {
         let mut builder = FstBuilder::new(b"header".to_vec());
@@ -732,6 +827,121 @@ mod tests {
         );
         assert!(3 * largest < unshared, "{largest} vs {unshared}");
         assert_eq!(growing, largest);
+    }
+
+    /// Keys in order with random tails, and their ordinals: an fst about
+    /// as large as the keys.
+    fn random_keys(n: u64) -> impl Iterator<Item = (Vec<u8>, u64)> {
+        let mut x = 1u64;
+        (0..n).map(move |i| {
+            x = x.wrapping_mul(0x5851_f42d_4c95_7f2d).wrapping_add(1);
+            ([i.to_be_bytes(), x.to_le_bytes()].concat(), i)
+        })
+    }
+
+    /// The cache keeps one bucket per 512 bytes of fst, from its first size
+    /// up to 2^17 buckets, and grows no faster: a small builder stays
+    /// small. Past a megabyte the output buffer grows by a quarter at a
+    /// time, not by doubling: a merge's memory is mostly this buffer.
+    #[test]
+    fn the_cache_and_the_buffer_grow_with_the_fst() {
+        // A megabyte before the fst, which neither counts.
+        let mut builder = FstBuilder::new(vec![0; 1 << 20]);
+        let mut most_spare: f64 = 0.0;
+        let mut reallocations = 0;
+        for (i, (key, value)) in random_keys(250_000).enumerate() {
+            let before = builder.out.buf.capacity();
+            builder.insert(&key, value).unwrap();
+            let (len, capacity) = (builder.out.buf.len(), builder.out.buf.capacity());
+            reallocations += usize::from(capacity != before);
+            if len > 2 * GENTLE_GROWTH_FROM {
+                most_spare = most_spare.max(capacity as f64 / len as f64);
+            }
+            if i % 1000 == 0 {
+                let (buckets, written) = (builder.out.registry.len(), builder.bytes_written());
+                // Grown only when the fst outgrew half of it ...
+                assert!(buckets == MIN_BUCKETS || written > buckets / 2 * BYTES_PER_BUCKET);
+                // ... and grown far enough, but for the key just added.
+                assert!(
+                    written <= buckets * BYTES_PER_BUCKET + 4096,
+                    "{written} bytes, {buckets} buckets"
+                );
+            }
+        }
+        assert!(builder.bytes_written() > 3 * GENTLE_GROWTH_FROM);
+        assert!(builder.out.registry.len() > 2 * MIN_BUCKETS);
+        assert!(
+            (1.0..1.26).contains(&most_spare),
+            "capacity up to {most_spare:.2}× the bytes"
+        );
+        // A quarter at a time, not a node's worth: from 1 to 5 MiB, 8 steps.
+        assert!(reallocations <= 10, "{reallocations} reallocations");
+    }
+
+    /// The cache stops growing at 2^17 buckets (8 MiB), whatever the fst.
+    #[test]
+    fn the_cache_stops_at_its_largest() {
+        let mut out = FstBuilder::new(Vec::new()).out;
+        out.registry = vec![Bucket::default(); MAX_BUCKETS / 2];
+        // 64 MiB of "fst", zeroed pages that are never touched.
+        out.buf = vec![0; 2 * MAX_BUCKETS * BYTES_PER_BUCKET];
+        out.flush();
+        assert_eq!(out.registry.len(), MAX_BUCKETS);
+        out.flush();
+        assert_eq!(out.registry.len(), MAX_BUCKETS);
+    }
+
+    /// Growing the cache keeps every entry, in its order, in the bucket
+    /// its tag picks among twice as many.
+    #[test]
+    fn growing_the_cache_keeps_its_entries() {
+        let mut out = FstBuilder::new(Vec::new()).out;
+        let buckets = out.registry.len();
+        // Three tags in each of the first half of the buckets: two stay
+        // together when it grows, one moves.
+        let mut entries = Vec::new();
+        for j in 0..buckets / 2 {
+            for k in 0..3 {
+                let (tag, addr) = ((j + k * buckets) as u32, 100 + entries.len() as u64);
+                out.promote(j, WAYS - 1, tag, addr);
+                entries.push((tag, addr));
+            }
+        }
+        out.grow_registry();
+        assert_eq!(out.registry.len(), 2 * buckets);
+        let mut found = 0;
+        for (index, bucket) in out.registry.iter().enumerate() {
+            let live: Vec<(u32, u64)> = (0..WAYS)
+                .filter(|&slot| bucket.addrs[slot] != 0)
+                .map(|slot| (bucket.tags[slot], u64::from(bucket.addrs[slot])))
+                .collect();
+            // Most recent first, as they were added.
+            let mut expected: Vec<(u32, u64)> = (entries.iter().copied())
+                .filter(|&(tag, _)| tag as usize % (2 * buckets) == index)
+                .collect();
+            expected.reverse();
+            assert_eq!(live, expected, "bucket {index}");
+            found += live.len();
+        }
+        assert_eq!(found, entries.len());
+    }
+
+    /// The accounting counts the fst (not the prefix before it) and the
+    /// node cache.
+    #[test]
+    fn bytes_written_and_memory_usage() {
+        let mut builder = FstBuilder::new(vec![7; 100]);
+        // The fst's header: version and type.
+        assert_eq!(builder.bytes_written(), 16);
+        let cache = MIN_BUCKETS * size_of::<Bucket>();
+        assert_eq!(cache, 256 << 10);
+        assert!(builder.memory_usage() >= cache + 116);
+        for (key, value) in recurring_tails(1000, 10) {
+            builder.insert(&key, value).unwrap();
+        }
+        let usage = builder.memory_usage();
+        assert!(usage >= cache + 100 + builder.bytes_written());
+        assert!(usage <= cache + 2 * (100 + builder.bytes_written()) + 4096);
     }
 
     #[test]
