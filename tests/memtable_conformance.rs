@@ -265,6 +265,17 @@ fn snapshots_and_tombstones<M: Memtable>() {
     assert_eq!(mem.get(b"j", 14), Lookup::Absent);
     assert_eq!(mem.get(b"j", 15), Lookup::Deleted);
     assert_eq!(mem.get(b"", MAX_SEQNO), Lookup::Absent);
+    // What a reader of several layers asks of an answer: a value, or
+    // whether to ask the older layers.
+    for (snap, found, decided) in [
+        (4, None, false),
+        (9, Some(&b"v5"[..]), true),
+        (25, None, true),
+    ] {
+        let lookup = mem.get(b"k", snap);
+        assert_eq!(lookup.is_decided(), decided, "at {snap}");
+        assert_eq!(lookup.found().as_deref(), found, "at {snap}");
+    }
     let seqnos: Vec<u64> = mem
         .iter(MAX_SEQNO)
         .collect_entries()
@@ -369,11 +380,14 @@ fn many_entries<M: Memtable>(n: u64) {
             .collect_entries(),
         want
     );
+    // Both forms hold at least the value bytes (the keys may be shared).
+    let values: usize = all.iter().map(|e| e.value.len()).sum();
     let used = mem.approximate_memory_usage();
-    assert!(used > 0);
+    assert!(used >= values, "{used} bytes for {values} bytes of values");
     let frozen = mem.freeze();
     assert_eq!(frozen.iter(MAX_SEQNO).collect_entries(), all);
-    assert!(frozen.approximate_memory_usage() > 0);
+    let kept = frozen.approximate_memory_usage();
+    assert!(kept >= values, "{kept} bytes for {values} bytes of values");
     for ((k, _), _) in model.iter().step_by(17) {
         assert_eq!(frozen.get(k, n), model_get(&model, k, n));
     }

@@ -62,7 +62,8 @@ impl Arena {
                 None => FIRST_CHUNK,
                 Some(c) => (c.capacity() * 2).min(MAX_CHUNK),
             };
-            // A chunk left empty by `rollback` is reused if the record fits.
+            // A chunk left empty by `rollback`, too small for this record,
+            // is replaced rather than left behind.
             if self.chunks.last().is_some_and(|c| c.is_empty()) {
                 let c = self.chunks.pop().expect("checked non-empty");
                 self.capacity -= c.capacity();
@@ -169,6 +170,46 @@ mod tests {
         assert_eq!(r2, r3);
         a.patch(r1 + 1, b"B");
         assert_eq!(&a.from(r1)[..7], b"aBcxyz!");
+    }
+
+    /// The sum the arena keeps, computed afresh.
+    fn held(a: &Arena) -> usize {
+        let chunks: usize = a.chunks.iter().map(|c| c.capacity()).sum();
+        chunks + a.chunks.capacity() * size_of::<Vec<u8>>()
+    }
+
+    #[test]
+    fn chunks_double_up_to_the_full_size() {
+        let mut a = Arena::default();
+        assert_eq!(a.memory_usage(), 0);
+        while a.chunks.len() < 10 {
+            a.append(&[&[1; 1000]]);
+            assert_eq!(a.memory_usage(), held(&a));
+        }
+        let sizes: Vec<usize> = a.chunks.iter().map(|c| c.capacity()).collect();
+        let kib = |k: usize| k << 10;
+        let expected = [4, 8, 16, 32, 64, 128, 256, 256, 256, 256].map(kib);
+        assert_eq!(sizes, expected);
+        // Each full chunk is left with less room than a record.
+        for c in &a.chunks[..9] {
+            assert!(c.capacity() - c.len() < 1000);
+        }
+    }
+
+    #[test]
+    fn a_chunk_emptied_by_rollback_is_replaced_and_uncounted() {
+        let mut a = Arena::default();
+        a.append(&[&[1; 4000]]);
+        // Opens the second chunk (8 KiB), which the rollback empties.
+        let r = a.append(&[&[2; 100]]);
+        a.rollback(r);
+        assert_eq!(a.chunks.len(), 2);
+        // Too large for it: a chunk of the record's size takes its place.
+        let r = a.append(&[&[3; 20_000]]);
+        assert_eq!(a.chunks.len(), 2);
+        assert_eq!(a.chunks[1].capacity(), 20_000);
+        assert_eq!(a.memory_usage(), held(&a));
+        assert_eq!(&a.from(r)[..3], &[3; 3]);
     }
 
     #[test]

@@ -553,6 +553,43 @@ impl EntryCursor for FrozenArtCursor<'_> {
 mod tests {
     use super::*;
 
+    /// A cursor's batch, copied under the read lock, stops at
+    /// `BATCH_ENTRIES` entries, or at four times as many keys visited when
+    /// its snapshot sees few of them.
+    #[test]
+    fn cursor_batches_are_bounded() {
+        let mem = ArtMemtable::default();
+        let keys = 10 * BATCH_ENTRIES as u64;
+        for i in 0..keys {
+            // Every tenth key is visible at snapshot 10.
+            let seqno = if i % 10 == 0 { 1 } else { 100 + i };
+            mem.insert(format!("{i:06}").as_bytes(), seqno, ValueKind::Value, b"v");
+        }
+        let mut latest = mem.iter(crate::memtable::MAX_SEQNO);
+        latest.refill();
+        assert_eq!(latest.buf.len(), BATCH_ENTRIES);
+        // The next batch replaces the one returned.
+        for _ in 0..BATCH_ENTRIES {
+            latest.buf.next_entry();
+        }
+        latest.refill();
+        assert_eq!(latest.buf.len(), BATCH_ENTRIES);
+        let mut old = mem.iter(10);
+        old.refill();
+        let visible = (0..4 * BATCH_ENTRIES).filter(|i| i % 10 == 0).count();
+        assert_eq!(old.buf.len(), visible);
+        // Both go on to the end.
+        let count = |mut cursor: ArtCursor<'_>| {
+            let mut n = 0;
+            while cursor.next_entry().is_some() {
+                n += 1;
+            }
+            n
+        };
+        assert_eq!(count(latest), keys as usize - BATCH_ENTRIES);
+        assert_eq!(count(old), keys as usize / 10);
+    }
+
     #[test]
     fn the_tree_never_compacts_under_the_lock() {
         assert!(!Tables::default().art.auto_compact());

@@ -36,6 +36,12 @@ impl EntryBuf {
         });
     }
 
+    /// Entries buffered, returned or not.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
     /// Whether every buffered entry has been returned.
     pub(crate) fn is_drained(&self) -> bool {
         self.pos == self.items.len()
