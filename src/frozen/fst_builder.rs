@@ -564,6 +564,11 @@ mod tests {
     fn build_with(entries: &[(Vec<u8>, u64)], hash_mask: u64) -> fst::Map<Vec<u8>> {
         let mut builder = FstBuilder::new(Vec::new());
         builder.out.hash_mask = hash_mask;
+        build_in(builder, entries)
+    }
+
+    /// Builds `entries` with `builder`, set up as a test needs it.
+    fn build_in(mut builder: FstBuilder, entries: &[(Vec<u8>, u64)]) -> fst::Map<Vec<u8>> {
         for (key, value) in entries {
             builder.insert(key, *value).unwrap();
         }
@@ -797,11 +802,7 @@ mod tests {
     }
 
     fn fst_len(builder: FstBuilder, entries: &[(Vec<u8>, u64)]) -> usize {
-        let mut builder = builder;
-        for (key, value) in entries {
-            builder.insert(key, *value).unwrap();
-        }
-        let map = fst::Map::new(builder.finish()).unwrap();
+        let map = build_in(builder, entries);
         assert_eq!(map.len(), entries.len());
         map.as_fst().as_bytes().len()
     }
@@ -916,7 +917,9 @@ mod tests {
                 .map(|slot| (bucket.tags[slot], u64::from(bucket.addrs[slot])))
                 .collect();
             // Most recent first, as they were added.
-            let mut expected: Vec<(u32, u64)> = (entries.iter().copied())
+            let mut expected: Vec<(u32, u64)> = entries
+                .iter()
+                .copied()
                 .filter(|&(tag, _)| tag as usize % (2 * buckets) == index)
                 .collect();
             expected.reverse();
