@@ -6,8 +6,12 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, mpsc};
 
+use std::ops::RangeBounds;
+use std::time::Duration;
+
 use memkv::memtable::{
-    ArtMemtable, Memtable, SkipListMemtable, VecMemtable, WritePath, WritePathOptions,
+    ArtMemtable, EntryRef, FrozenArtMemtable, Lookup, Memtable, MemtableRead, SkipListMemtable,
+    ValueKind, VecMemtable, WritePath, WritePathOptions,
 };
 
 /// A small deterministic generator (SplitMix64).
@@ -334,4 +338,211 @@ fn one_write_buffer_is_refused() {
     let mut options = WritePathOptions::new(dir.path());
     options.max_write_buffer_number = 1;
     let _ = WritePath::<SkipListMemtable>::open(options);
+}
+
+#[test]
+fn debug_shows_the_options_and_the_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open::<ArtMemtable>(dir.path(), 1 << 20);
+    db.put(b"k", b"v").unwrap();
+    let shown = format!("{db:?}");
+    assert!(shown.starts_with("WritePath"), "{shown}");
+    assert!(shown.contains("write_buffer_size: 1048576"), "{shown}");
+    assert!(shown.contains("last_seqno: 1"), "{shown}");
+}
+
+/// What a [`Hooked`] memtable's flush does before it reads the memtable.
+const SLOW: u8 = 0;
+const PANICS: u8 = 1;
+
+/// An `ArtMemtable` whose frozen form is slow to flush (`SLOW`: 50 ms per
+/// memtable) or panics when flushed (`PANICS`), so that the tests decide
+/// how far the flusher lags.
+#[derive(Default)]
+struct Hooked<const FLUSH: u8>(ArtMemtable);
+
+struct HookedFrozen<const FLUSH: u8>(FrozenArtMemtable);
+
+impl<const FLUSH: u8> MemtableRead for Hooked<FLUSH> {
+    type Cursor<'a> = <ArtMemtable as MemtableRead>::Cursor<'a>;
+
+    fn get_with<R>(&self, key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+        self.0.get_with(key, snapshot, f)
+    }
+
+    fn range<'a>(&'a self, range: impl RangeBounds<[u8]>, snapshot: u64) -> Self::Cursor<'a> {
+        self.0.range(range, snapshot)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn approximate_memory_usage(&self) -> usize {
+        self.0.approximate_memory_usage()
+    }
+}
+
+impl<const FLUSH: u8> Memtable for Hooked<FLUSH> {
+    type Frozen = HookedFrozen<FLUSH>;
+
+    fn insert(&self, key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
+        self.0.insert(key, seqno, kind, value);
+    }
+
+    fn insert_batch(&self, entries: &[EntryRef<'_>]) {
+        self.0.insert_batch(entries);
+    }
+
+    fn freeze(self) -> HookedFrozen<FLUSH> {
+        HookedFrozen(self.0.freeze())
+    }
+}
+
+impl<const FLUSH: u8> MemtableRead for HookedFrozen<FLUSH> {
+    type Cursor<'a> = <FrozenArtMemtable as MemtableRead>::Cursor<'a>;
+
+    fn get_with<R>(&self, key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+        self.0.get_with(key, snapshot, f)
+    }
+
+    /// The flusher's read (reads by key go through `get_with`).
+    fn range<'a>(&'a self, range: impl RangeBounds<[u8]>, snapshot: u64) -> Self::Cursor<'a> {
+        match FLUSH {
+            SLOW => std::thread::sleep(Duration::from_millis(50)),
+            _ => panic!("the memtable's flush panics"),
+        }
+        self.0.range(range, snapshot)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn approximate_memory_usage(&self) -> usize {
+        self.0.approximate_memory_usage()
+    }
+}
+
+/// Writes `keys` (a small value each) and checks after every write that
+/// keys written so far read back: from the active memtable, the immutable
+/// ones or the runs. Returns the most immutable memtables seen.
+fn write_and_read_back<M: Memtable + 'static>(db: &WritePath<M>, keys: u32) -> usize {
+    let mut most = 0;
+    for i in 0..keys {
+        db.put(&i.to_be_bytes(), &stall_value(i)).unwrap();
+        most = most.max(db.stats().immutables);
+        for j in [0, i / 2, i.saturating_sub(40), i] {
+            let found = db.get(&j.to_be_bytes()).unwrap();
+            assert_eq!(found, Some(stall_value(j)), "key {j} after {i}");
+        }
+    }
+    most
+}
+
+#[test]
+fn flush_waits_for_the_flusher() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open::<Hooked<SLOW>>(dir.path(), 8 << 10);
+    write_and_read_back(&db, 200);
+    db.flush().unwrap();
+    let stats = db.stats();
+    assert!(stats.freezes >= 1, "{stats:?}");
+    assert_eq!(
+        (stats.immutables, stats.flushes),
+        (0, stats.freezes),
+        "{stats:?}"
+    );
+    let runs = db.run_paths();
+    assert_eq!(runs.len() as u64, stats.flushes);
+    let bytes: u64 = runs
+        .iter()
+        .map(|r| std::fs::metadata(r).unwrap().len())
+        .sum();
+    assert_eq!(stats.flushed_bytes, bytes);
+    // A flush with nothing new to write returns at once, with nothing to do.
+    db.flush().unwrap();
+    assert_eq!(db.stats().freezes, stats.freezes);
+}
+
+/// Dropping a write path (or closing it) waits until the memtables frozen
+/// so far are written.
+#[test]
+fn dropping_waits_for_the_flusher() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open::<Hooked<SLOW>>(dir.path(), 8 << 10);
+    write_and_read_back(&db, 200);
+    let freezes = db.stats().freezes;
+    assert!(freezes >= 1);
+    drop(db);
+    let runs = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(runs as u64, freezes);
+}
+
+#[test]
+fn open_ignores_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["run-notes.txt", "old.sst", "run-"] {
+        std::fs::write(dir.path().join(name), b"not a run").unwrap();
+    }
+    let db = open::<ArtMemtable>(dir.path(), 1 << 20);
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.run_paths(), [dir.path().join("run-000000.sst")]);
+}
+
+/// At most `max_write_buffer_number - 1` memtables wait for the flusher:
+/// a writer that would freeze one more waits, and the wait is counted.
+/// Keys stay readable while the memtables before them wait, are written
+/// and go.
+#[test]
+fn writers_stall_at_the_limit_of_memtables() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = WritePathOptions::new(dir.path());
+    options.write_buffer_size = 8 << 10;
+    options.max_write_buffer_number = 3;
+    let db = WritePath::<Hooked<SLOW>>::open(options).unwrap();
+    let most = write_and_read_back(&db, 1000);
+    let stats = db.stats();
+    assert_eq!(most, 2, "{stats:?}");
+    assert!(stats.stalls >= 1, "{stats:?}");
+    assert!(stats.stall_time > Duration::ZERO, "{stats:?}");
+    // Closing waits for the memtables still frozen.
+    let stats = db.close().unwrap();
+    assert_eq!(
+        (stats.immutables, stats.flushes),
+        (0, stats.freezes),
+        "{stats:?}"
+    );
+}
+
+/// A memtable whose flush panics fails the write path as an I/O error
+/// does: later writes fail (rather than waiting for a flusher that is
+/// gone), and what was written stays readable.
+#[test]
+fn a_panicking_flush_fails_later_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open::<Hooked<PANICS>>(dir.path(), 8 << 10);
+    // On a thread, so that writes that wait forever fail the test.
+    let (done, result) = mpsc::channel();
+    std::thread::spawn(move || {
+        let failed = (0..2000u32).find_map(|i| {
+            let put = db.put(&i.to_be_bytes(), &stall_value(i));
+            put.err().map(|e| (i, e))
+        });
+        let _ = done.send((db, failed));
+    });
+    let (db, failed) = (result.recv_timeout(Duration::from_secs(60)))
+        .expect("writes go on (or fail) after a flush panicked");
+    let (i, e) = failed.expect("a write fails once the flush has failed");
+    assert!(e.to_string().contains("panicked"), "{e}");
+    for j in [0, i / 2, i - 1] {
+        assert_eq!(
+            db.get(&j.to_be_bytes()).unwrap(),
+            Some(stall_value(j)),
+            "key {j}"
+        );
+    }
+    assert!(db.flush().is_err());
+    assert!(db.close().is_err());
 }

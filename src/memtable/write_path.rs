@@ -4,6 +4,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -497,7 +498,12 @@ fn error_of(p: &Progress) -> io::Result<()> {
 fn flush_loop<M: Memtable>(shared: &Shared<M>, receiver: &Receiver<Arc<M::Frozen>>, dir: &Path) {
     for (n, frozen) in receiver.iter().enumerate() {
         let path = dir.join(format!("run-{n:06}.sst"));
-        let result = Run::write(&path, &*frozen);
+        // A panic (in a memtable's cursor, say) must not end this thread:
+        // writers would then wait forever for the memtable it held. It
+        // fails the write path as an I/O error does. `AssertUnwindSafe`:
+        // the memtable is only read here, and stays readable.
+        let result = panic::catch_unwind(AssertUnwindSafe(|| Run::write(&path, &*frozen)))
+            .unwrap_or_else(|_| Err(io::Error::other("writing the run panicked")));
         let mut p = shared.progress();
         match result {
             Ok(run) => {
