@@ -121,6 +121,9 @@ impl<M: Memtable> Shared<M> {
 /// * A read sees every write whose `put`/`delete` returned: the active
 ///   memtable, then the immutable ones, then the run files, newest first; a
 ///   tombstone anywhere stops the search.
+/// * A flush that fails, by an I/O error or a panic (in a memtable's
+///   cursor, say), fails every write after it; what was written stays
+///   readable from the memtables.
 ///
 /// # Run files
 /// A run holds the newest version of each key of one memtable (the write
