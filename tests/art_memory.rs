@@ -4,59 +4,11 @@
 //! bytes, through inserts, long keys, boxed values, removals, compaction,
 //! `clone` and `clear`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+#[path = "common/counting.rs"]
+mod counting;
 
+use counting::held;
 use memkv::FastArt;
-
-/// The system allocator, counting the bytes each thread holds.
-struct Counting;
-
-thread_local! {
-    /// Bytes this thread asked for, less those it gave back.
-    static NET: Cell<isize> = const { Cell::new(0) };
-}
-
-fn count(bytes: isize) {
-    // `try_with`: a thread's last frees may come after its locals are gone.
-    let _ = NET.try_with(|net| net.set(net.get() + bytes));
-}
-
-// SAFETY: every call is passed on to `System` unchanged; counting has no
-// effect on the blocks.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as isize);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as isize);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count(-(layout.size() as isize));
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size as isize - layout.size() as isize);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// Bytes this thread holds now.
-fn held() -> isize {
-    NET.with(Cell::get)
-}
 
 /// Runs `f`, which returns a map, and checks that the bytes the thread holds
 /// afterwards, beyond those it held before, are what the map reports.

@@ -347,3 +347,54 @@ impl MemtableRead for FrozenSkipListMemtable {
         self.0.approximate_memory_usage()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skip_key(user_key: &[u8], seqno: u64, value: &[u8]) -> SkipKey {
+        let mut buf = Vec::new();
+        key::push_internal(&mut buf, user_key, seqno);
+        let key_len = buf.len() as u32;
+        buf.extend_from_slice(value);
+        SkipKey {
+            buf: buf.into_boxed_slice(),
+            key_len,
+            kind: ValueKind::Value,
+        }
+    }
+
+    /// The map orders by `Ord` and seeks through `Borrow<[u8]>`; the other
+    /// comparisons must agree with both, and none may look at the value.
+    #[test]
+    fn skip_keys_compare_by_the_encoded_key_alone() {
+        let a = skip_key(b"a", 5, b"one value");
+        let same = skip_key(b"a", 5, b"another");
+        let older = skip_key(b"a", 4, b"one value");
+        let b = skip_key(b"b", 9, b"");
+        assert!(a == same);
+        assert!(a != older && a != b);
+        assert_eq!(a.partial_cmp(&same), Some(CmpOrdering::Equal));
+        for (x, y) in [(&a, &older), (&older, &b), (&a, &b)] {
+            assert_eq!(x.partial_cmp(y), Some(CmpOrdering::Less));
+            assert_eq!(x.cmp(y), CmpOrdering::Less);
+            let (bx, by): (&[u8], &[u8]) = (x.borrow(), y.borrow());
+            assert_eq!(bx.cmp(by), CmpOrdering::Less);
+        }
+    }
+
+    #[test]
+    fn a_skip_key_shows_its_encoded_key_and_kind() {
+        let shown = format!("{:?}", skip_key(b"k\x00", 1, b"v"));
+        assert!(shown.starts_with("SkipKey"), "{shown}");
+        assert!(shown.contains(r"k\\x00\\xff\\x00\\x01"), "{shown}");
+        assert!(shown.contains("Value"), "{shown}");
+    }
+
+    #[test]
+    fn a_cursor_shows_its_snapshot() {
+        let mem = SkipListMemtable::default();
+        let shown = format!("{:?}", mem.range(.., 7));
+        assert_eq!(shown, "SkipListCursor { snapshot: 7, .. }");
+    }
+}
