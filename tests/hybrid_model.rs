@@ -520,7 +520,8 @@ fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    // At most 200 cases, fewer if PROPTEST_CASES says so.
+    #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.min(200), ..ProptestConfig::default() })]
 
     /// Merges only when asked, synchronously or in the background.
     #[test]

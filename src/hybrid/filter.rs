@@ -176,6 +176,14 @@ mod tests {
     }
 
     #[test]
+    fn debug_shows_the_fill() {
+        let mut filter = KeyFilter::with_capacity(100);
+        filter.add(key_hash(b"k"));
+        let shown = format!("{filter:?}");
+        assert_eq!(shown, "KeyFilter { added: 1, capacity: 100, bytes: 192 }");
+    }
+
+    #[test]
     fn salts_are_odd_and_distinct() {
         for (i, a) in SALTS.iter().enumerate() {
             assert_eq!(a & 1, 1);

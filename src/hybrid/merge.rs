@@ -359,3 +359,108 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
         "a panic with a non-string payload".to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Old parts of these key counts, at these bytes per key.
+    fn parts(sizes: &[(usize, f64)]) -> Vec<OldPart<u64>> {
+        (sizes.iter())
+            .map(|&(keys, per_key)| OldPart {
+                upper: None,
+                keys,
+                bytes_per_key: Some(per_key),
+                reuse: None,
+            })
+            .collect()
+    }
+
+    /// What `expected_bytes` reserves for parts that will take `bytes`.
+    fn reserve(bytes: f64) -> usize {
+        (bytes * 1.1) as usize + 4096
+    }
+
+    /// Each reservation follows the cutting rules of `stream` over the old
+    /// parts: target 100 keys, largest 150, halved from 125.
+    #[test]
+    fn a_reservation_covers_the_old_parts_the_new_one_will_take() {
+        let size = PartSize::new(100);
+        let expect =
+            |old: &[(usize, f64)], at, consumed| expected_bytes(&parts(old), &size, at, consumed);
+        // A part of about the size is rebuilt whole.
+        assert_eq!(expect(&[(100, 10.0)], 0, 0), reserve(1000.0));
+        // One from 125 keys on, as two halves: each half's bytes.
+        assert_eq!(expect(&[(130, 10.0), (100, 1.0)], 0, 0), reserve(650.0));
+        assert_eq!(expect(&[(130, 10.0), (100, 1.0)], 0, 65), reserve(650.0));
+        assert_eq!(expect(&[(130, 10.0), (100, 1.0)], 0, 10), reserve(550.0));
+        // One far from the size is cut by count at the target, and its
+        // rest (50 keys) ends a part where it ends.
+        assert_eq!(expect(&[(1000, 10.0), (100, 1.0)], 0, 0), reserve(1000.0));
+        assert_eq!(expect(&[(1000, 10.0), (100, 1.0)], 0, 950), reserve(500.0));
+        // A rest under half the target goes on into the next old part, up
+        // to the largest size.
+        assert_eq!(expect(&[(30, 10.0), (100, 20.0)], 0, 0), reserve(2300.0));
+        assert_eq!(
+            expect(&[(40, 10.0), (120, 20.0)], 0, 0),
+            reserve(400.0 + 2200.0)
+        );
+        assert_eq!(
+            expect(&[(1000, 10.0), (30, 20.0), (100, 1.0)], 0, 990),
+            reserve(100.0 + 600.0 + 100.0)
+        );
+        assert_eq!(
+            expect(&[(30, 10.0), (1000, 20.0)], 0, 0),
+            reserve(300.0 + 1400.0)
+        );
+        // ... or into the next one's first half.
+        assert_eq!(
+            expect(&[(30, 10.0), (140, 20.0)], 0, 0),
+            reserve(300.0 + 1400.0)
+        );
+        // The last part ends where the old parts do.
+        assert_eq!(expect(&[(30, 10.0)], 0, 0), reserve(300.0));
+        assert_eq!(expect(&[(100, 1.0), (30, 10.0)], 1, 0), reserve(300.0));
+        // Nothing known: nothing reserved.
+        let unknown = [OldPart::<u64> {
+            upper: None,
+            keys: 100,
+            bytes_per_key: None,
+            reuse: None,
+        }];
+        assert_eq!(expected_bytes(&unknown, &size, 0, 0), 0);
+    }
+
+    #[test]
+    fn part_sizes() {
+        let size = PartSize::new(100);
+        assert_eq!(
+            (size.target, size.largest, size.split_from),
+            (100, 150, 125)
+        );
+        assert!(!size.regular(49) && size.regular(50) && size.regular(150) && !size.regular(151));
+        assert!(!size.keeps(49) && size.keeps(50) && size.keeps(124) && !size.keeps(125));
+        assert_eq!(PartSize::new(0).target, 1);
+    }
+
+    #[test]
+    fn outcomes_show_what_happened() {
+        let shown = |outcome: Outcome| format!("{outcome:?}");
+        assert_eq!(
+            shown(Outcome::Built(Duration::from_millis(5))),
+            "Built(5ms)"
+        );
+        assert_eq!(
+            shown(Outcome::Panicked(Box::new("boom"))),
+            r#"Panicked("boom")"#
+        );
+        assert_eq!(shown(Outcome::Cancelled), "Cancelled");
+    }
+
+    #[test]
+    fn bytes_per_key_needs_enough_keys() {
+        assert_eq!(bytes_per_key(10_230, 1023), None);
+        assert_eq!(bytes_per_key(10_240, 1024), Some(10.0));
+        assert_eq!(bytes_per_key(25_000, 2000), Some(12.5));
+    }
+}

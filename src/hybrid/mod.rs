@@ -1695,6 +1695,26 @@ mod tests {
         assert_eq!(map.len(), 1329);
     }
 
+    #[test]
+    fn a_part_that_shrank_below_half_joins_the_next() {
+        let map = HybridConfig::new().manual().part_keys(100).build::<u64>();
+        for i in 0..1000u64 {
+            map.insert(format!("{i:04}"), i);
+        }
+        map.freeze().unwrap();
+        let first = part_bounds(&map);
+        assert_eq!(first.len(), 10);
+        // 0300..0399 loses 60 keys: the 40 left are under half a part, so
+        // the new part goes on past the old boundary at 0400, to 0500.
+        for i in 300..360u64 {
+            map.remove(format!("{i:04}"));
+        }
+        map.freeze().unwrap();
+        let joined: Vec<Vec<u8>> = first.into_iter().filter(|b| b != b"0400").collect();
+        assert_eq!(part_bounds(&map), joined);
+        assert_eq!(map.len(), 940);
+    }
+
     /// A part's lower bound and layer.
     type PartId = (Vec<u8>, *const FrozenLayer<u64>);
 

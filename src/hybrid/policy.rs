@@ -229,6 +229,31 @@ mod tests {
         assert!(!manual.wants_merge(usize::MAX, usize::MAX - 1, 0, 0));
     }
 
+    /// A fresh delta's key filter is sized for the entries the key policy
+    /// lets it take, plus a quarter, within a cap.
+    #[test]
+    fn the_filter_hint_follows_the_key_policy() {
+        let config = HybridConfig::new().key_ratio(0.1).min_delta_keys(0);
+        assert_eq!(config.delta_keys_hint(1_000_000), 125_000);
+        assert_eq!(config.delta_keys_hint(1 << 30), 1 << 22);
+        let small = HybridConfig::new().key_ratio(0.1).min_delta_keys(500);
+        assert_eq!(small.delta_keys_hint(1000), 625);
+        let manual = HybridConfig::new().manual().min_delta_keys(40);
+        assert_eq!(manual.delta_keys_hint(1_000_000), 50);
+    }
+
+    #[test]
+    fn debug_shows_every_setting() {
+        let shown = format!("{:?}", HybridConfig::new().part_keys(77).background(false));
+        for field in ["key_ratio", "byte_ratio", "byte_budget", "min_delta_keys"] {
+            assert!(shown.contains(field), "{shown}");
+        }
+        assert!(
+            shown.contains("background: false") && shown.contains("part_keys: 77"),
+            "{shown}"
+        );
+    }
+
     #[test]
     #[should_panic(expected = "key_ratio must be at least 0")]
     fn nan_ratio_is_rejected() {
