@@ -1641,13 +1641,20 @@ mod tests {
         assert_eq!(empty_end(Edge::Last).as_deref(), Some(&b"b"[..]));
     }
 
-    #[test]
-    fn merges_keep_the_parts_boundaries() {
+    /// Keys `0000` to `0999` (each valued at its number) merged into ten
+    /// parts of 100 keys, with the manual policy.
+    fn in_parts_of_100() -> HybridMap<u64> {
         let map = HybridConfig::new().manual().part_keys(100).build::<u64>();
         for i in 0..1000u64 {
             map.insert(format!("{i:04}"), i);
         }
         map.freeze().unwrap();
+        map
+    }
+
+    #[test]
+    fn merges_keep_the_parts_boundaries() {
+        let map = in_parts_of_100();
         let first = part_bounds(&map);
         assert_eq!(first.len(), 10);
         // Updates, removals and an insert: the same boundaries.
@@ -1697,11 +1704,7 @@ mod tests {
 
     #[test]
     fn a_part_that_shrank_below_half_joins_the_next() {
-        let map = HybridConfig::new().manual().part_keys(100).build::<u64>();
-        for i in 0..1000u64 {
-            map.insert(format!("{i:04}"), i);
-        }
-        map.freeze().unwrap();
+        let map = in_parts_of_100();
         let first = part_bounds(&map);
         assert_eq!(first.len(), 10);
         // 0300..0399 loses 60 keys: the 40 left are under half a part, so
@@ -1736,11 +1739,7 @@ mod tests {
 
     #[test]
     fn merges_put_untouched_parts_back_as_they_are() {
-        let map = HybridConfig::new().manual().part_keys(100).build::<u64>();
-        for i in 0..1000u64 {
-            map.insert(format!("{i:04}"), i);
-        }
-        map.freeze().unwrap();
+        let map = in_parts_of_100();
         let before = part_layers(&map);
         assert_eq!(before.len(), 10);
         // Writes in two ranges (the last part's included): only those two
