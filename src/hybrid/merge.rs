@@ -409,6 +409,7 @@ mod tests {
             expect(&[(1000, 10.0), (30, 20.0), (100, 1.0)], 0, 990),
             reserve(100.0 + 600.0 + 100.0)
         );
+        // ... or up to the target, into one far from the size ...
         assert_eq!(
             expect(&[(30, 10.0), (1000, 20.0)], 0, 0),
             reserve(300.0 + 1400.0)
