@@ -164,3 +164,14 @@ impl std::error::Error for Error {
 
 /// The result type of memkv's fallible operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A panic payload as text, for error reports.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}

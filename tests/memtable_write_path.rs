@@ -535,7 +535,11 @@ fn a_panicking_flush_fails_later_writes() {
     let (db, failed) = (result.recv_timeout(Duration::from_secs(60)))
         .expect("writes go on (or fail) after a flush panicked");
     let (i, e) = failed.expect("a write fails once the flush has failed");
-    assert!(e.to_string().contains("panicked"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("panicked: the memtable's flush panics"),
+        "{e}"
+    );
     for j in [0, i / 2, i - 1] {
         assert_eq!(
             db.get(&j.to_be_bytes()).unwrap(),

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use super::base::Part;
 use super::iter::Iter;
 use super::layers::Layers;
+use crate::error::panic_message;
 use crate::{Error, FrozenLayer, FrozenLayerBuilder, FrozenValue};
 
 /// How often (in keys) a merge checks for cancellation and reports its
@@ -347,17 +348,6 @@ fn expected_bytes<V: FrozenValue>(
 /// it has enough keys to say.
 fn bytes_per_key(bytes: usize, keys: usize) -> Option<f64> {
     (keys >= 1024).then(|| bytes as f64 / keys as f64)
-}
-
-/// A panic payload as text, for error reports.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_owned()
-    }
 }
 
 #[cfg(test)]

@@ -548,7 +548,7 @@ impl<V: FrozenValue + Clone> Inner<V> {
                 record.failed += 1;
                 record.last_error = Some(format!(
                     "merge panicked: {}",
-                    merge::panic_message(payload.as_ref())
+                    crate::error::panic_message(payload.as_ref())
                 ));
                 Merged::Failed(Outcome::Panicked(payload))
             }

@@ -506,7 +506,12 @@ fn flush_loop<M: Memtable>(shared: &Shared<M>, receiver: &Receiver<Arc<M::Frozen
         // fails the write path as an I/O error does. `AssertUnwindSafe`:
         // the memtable is only read here, and stays readable.
         let result = panic::catch_unwind(AssertUnwindSafe(|| Run::write(&path, &*frozen)))
-            .unwrap_or_else(|_| Err(io::Error::other("writing the run panicked")));
+            .unwrap_or_else(|payload| {
+                let message = crate::error::panic_message(payload.as_ref());
+                Err(io::Error::other(format!(
+                    "writing the run panicked: {message}"
+                )))
+            });
         let mut p = shared.progress();
         match result {
             Ok(run) => {
