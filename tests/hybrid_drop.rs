@@ -52,10 +52,11 @@ fn drop_during_a_merge_joins_the_thread() {
     for i in 0..50_000u64 {
         map.insert(format!("usr/share/man/man1/cmd{i:06}.1.gz"), Gated(i));
     }
-    // The new base's first key: its value holds the next merge at the gate
-    // before it encodes anything else, so the merge is running (for sure,
-    // whatever the scheduling) with all of its 100,001 keys still to build.
-    map.insert("a/held", Gated(HOLD));
+    // Its value holds the next merge at the gate after the new part's first
+    // 10,001 keys, so the merge is running (for sure, whatever the
+    // scheduling) with 90,000 keys still to build, and is past the part's
+    // first 4,096: a merge that checked only there would go on to the end.
+    map.insert("usr/share/doc/pkg010000/held", Gated(HOLD));
     map.merge_in_background();
     gate.wait_reached(Duration::from_secs(20));
     let stats = map.stats();
