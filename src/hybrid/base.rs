@@ -431,5 +431,66 @@ mod tests {
         assert_eq!(earlier_end(Bound::Included(b), Some(d)), Bound::Included(b));
         assert_eq!(earlier_end(Bound::Excluded(d), Some(d)), Bound::Excluded(d));
         assert_eq!(earlier_end(Bound::Included(b), None), Bound::Included(b));
+        // An end past the part's upper bound stops at it: the layer may
+        // hold keys beyond.
+        assert_eq!(
+            earlier_end(Bound::Excluded(&b"z"[..]), Some(d)),
+            Bound::Excluded(d)
+        );
+    }
+
+    /// The tests an iterator uses to skip the parts a range leaves out.
+    #[test]
+    fn parts_know_whether_a_range_reaches_past_them() {
+        let base = three_parts();
+        let [first, middle, last] = base.parts() else {
+            panic!("three parts");
+        };
+        let (d, e, g) = (&b"d"[..], &b"e"[..], &b"g"[..]);
+        assert!(middle.next_within(Bound::Unbounded));
+        assert!(middle.next_within(Bound::Included(g)));
+        assert!(!middle.next_within(Bound::Excluded(g)));
+        assert!(!middle.next_within(Bound::Included(e)));
+        assert!(
+            !last.next_within(Bound::Unbounded),
+            "nothing after the last"
+        );
+        assert!(middle.previous_within(Bound::Unbounded));
+        assert!(middle.previous_within(Bound::Included(b"c")));
+        assert!(!middle.previous_within(Bound::Included(d)));
+        assert!(!middle.previous_within(Bound::Excluded(e)));
+        assert!(
+            !first.previous_within(Bound::Included(b"")),
+            "nothing before the first"
+        );
+        assert!(middle.starts_after(Bound::Excluded(d)));
+        assert!(middle.starts_after(Bound::Included(b"c")));
+        assert!(!middle.starts_after(Bound::Included(d)));
+        assert!(!middle.starts_after(Bound::Unbounded));
+        assert!(first.ends_before(Bound::Included(d)));
+        assert!(first.ends_before(Bound::Excluded(e)));
+        assert!(!first.ends_before(Bound::Included(b"c")));
+        assert!(!first.ends_before(Bound::Unbounded));
+        assert!(
+            !last.ends_before(Bound::Included(b"zz")),
+            "the last has no end"
+        );
+    }
+
+    #[test]
+    fn sizes_sum_the_parts_layers() {
+        let base = three_parts();
+        let layers = base.parts().iter().map(|part| &part.layer);
+        let bytes: usize = layers.clone().map(|layer| layer.as_bytes().len()).sum();
+        let heap: usize = layers.map(|layer| layer.memory_usage()).sum();
+        // The middle layer's keys outside its range count too.
+        assert!(bytes > base.parts()[1].layer.as_bytes().len());
+        assert_eq!(base.layer_bytes(), bytes);
+        assert_eq!(base.memory_usage(), heap);
+        assert_eq!(base.mapped_bytes(), 0);
+        assert_eq!(
+            format!("{base:?}"),
+            format!("Base {{ parts: 3, keys: 7, bytes: {bytes} }}")
+        );
     }
 }

@@ -470,6 +470,76 @@ mod tests {
             let want = (i < 1000).then_some(&i);
             assert_eq!(found, Some(want), "key {i}");
         }
+        // Rebuilt for its keys, the filter still rules out most others.
+        let passed = (0..10_000)
+            .filter(|i| {
+                delta
+                    .filter
+                    .may_contain(key_hash(format!("absent/{i}").as_bytes()))
+            })
+            .count();
+        assert!(
+            passed < 500,
+            "{passed} of 10,000 absent keys pass the filter"
+        );
+    }
+
+    #[test]
+    fn memory_counts_the_trees_the_filter_and_the_ends() {
+        let mut delta = Delta::<u64>::with_capacity(100);
+        for i in 0..100u64 {
+            let key = format!("k{i:03}");
+            delta.put(
+                key.as_bytes(),
+                key_hash(key.as_bytes()),
+                (i % 3 != 0).then_some(i),
+            );
+        }
+        let parts = delta.values.memory_usage()
+            + delta.tombstones.memory_usage()
+            + delta.filter.memory_usage();
+        assert!(delta.values.memory_usage() > 0 && delta.tombstones.memory_usage() > 0);
+        assert_eq!(delta.memory_usage(), parts);
+        delta.note_empty_end(Edge::First, b"aaaa");
+        delta.note_empty_end(Edge::Last, b"zzzzzz");
+        assert_eq!(delta.memory_usage(), parts + 4 + 6);
+        assert_eq!(
+            format!("{delta:?}"),
+            format!(
+                "Delta {{ values: 66, tombstones: 34, filter: {:?} }}",
+                delta.filter
+            )
+        );
+        // The sealed deltas' bytes add up.
+        let layers = Layers {
+            deltas: vec![Arc::new(delta.clone()), Arc::new(Delta::with_capacity(1))],
+            ..Layers::new(FrozenLayer::from_sorted_iter([("a", 1u64)]).unwrap())
+        };
+        let empty = Delta::<u64>::with_capacity(1).memory_usage();
+        assert_eq!(layers.delta_bytes(), parts + 10 + empty);
+        let shown = format!("{layers:?}");
+        assert!(
+            shown.starts_with("Layers { deltas: [Delta { values: 66")
+                && shown.ends_with(&format!("base: {:?}, seals: 0 }}", layers.base)),
+            "{shown}"
+        );
+    }
+
+    /// An empty end only ever moves further towards its edge: a search
+    /// that found less than is known leaves it.
+    #[test]
+    fn empty_ends_only_move_outwards() {
+        let delta = Delta::<u64>::with_capacity(1);
+        assert_eq!(delta.empty_end(Edge::First), None);
+        for (key, end) in [("c", "c"), ("b", "c"), ("d", "d"), ("d", "d")] {
+            delta.note_empty_end(Edge::First, key.as_bytes());
+            assert_eq!(delta.empty_end(Edge::First).unwrap(), end.as_bytes());
+        }
+        for (key, end) in [("w", "w"), ("x", "w"), ("v", "v"), ("v", "v")] {
+            delta.note_empty_end(Edge::Last, key.as_bytes());
+            assert_eq!(delta.empty_end(Edge::Last).unwrap(), end.as_bytes());
+        }
+        assert_eq!(delta.empty_end(Edge::First).unwrap(), b"d");
     }
 
     #[test]

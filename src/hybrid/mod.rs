@@ -1806,6 +1806,115 @@ mod tests {
     }
 
     #[test]
+    fn writes_through_entries_start_the_policys_merges() {
+        let map: HybridMap<u64> = HybridConfig::new()
+            .min_delta_keys(8)
+            .key_ratio(0.5)
+            .background(false)
+            .build();
+        for i in 0..100u64 {
+            map.entry(format!("{i:03}")).or_insert(i);
+        }
+        let stats = map.stats();
+        assert!(stats.merges > 0, "{stats:?}");
+        assert_eq!(map.get("042"), Some(42));
+    }
+
+    #[test]
+    fn a_freeze_with_nothing_to_merge_does_nothing() {
+        let map = frozen_b_to_e();
+        let (merges, layers) = (map.stats().merges, part_layers(&map));
+        map.freeze().unwrap();
+        assert_eq!(map.stats().merges, merges);
+        assert_eq!(part_layers(&map), layers, "the base was rebuilt");
+    }
+
+    #[test]
+    fn or_default_inserts_only_into_a_vacant_entry() {
+        let map = frozen_b_to_e();
+        assert_eq!(map.entry("c").or_default(), 3);
+        assert_eq!(map.entry("a").or_default(), 0);
+        assert_eq!(
+            (map.get("a"), map.get("c"), map.len()),
+            (Some(0), Some(3), 5)
+        );
+    }
+
+    #[test]
+    fn entries_show_their_key_and_value() {
+        let map = frozen_b_to_e();
+        let shown = format!("{:?}", map.entry("c"));
+        assert_eq!(shown, r#"Entry(OccupiedEntry { key: b"c", value: 3 })"#);
+        let shown = format!("{:?}", map.entry(b"\xffz"));
+        assert_eq!(shown, r#"Entry(VacantEntry(b"\xffz"))"#);
+    }
+
+    /// The byte triggers weigh the fresh delta against the base's bytes.
+    #[test]
+    fn the_byte_ratio_compares_with_the_bases_bytes() {
+        let base = (0..10_000u64).map(|i| (format!("usr/share/doc/{i:05}"), i));
+        let config = HybridConfig::new()
+            .manual()
+            .byte_ratio(0.5)
+            .min_delta_keys(1)
+            .background(false);
+        let map = HybridMap::from_frozen(FrozenLayer::from_sorted_iter(base).unwrap(), config);
+        let (base_bytes, merges) = (map.stats().base_bytes, map.stats().merges);
+        // Each write adds about a leaf to the fresh delta (tens of bytes).
+        let mut writes = 0;
+        while map.stats().merges == merges {
+            map.insert(format!("usr/bin/{writes:05}"), writes);
+            writes += 1;
+            assert!(writes < 100_000, "no merge after {writes} writes");
+        }
+        // The merge came when the delta passed half the base's bytes.
+        let per_write = base_bytes / 2 / writes as usize;
+        assert!(
+            (8..200).contains(&per_write),
+            "{writes} writes, {base_bytes} B base"
+        );
+    }
+
+    /// An iterator holds one batch per layer, whatever the range: batches
+    /// double from 16 entries to [`iter::MAX_BATCH`], then stay there.
+    #[test]
+    fn an_iterators_buffers_grow_to_a_batch_and_no_further() {
+        const KEY: usize = 12;
+        let mut map = HybridConfig::new().manual().build::<u64>();
+        map.extend((0..20_000u64).map(|i| (format!("key/{i:08}"), i)));
+        map.freeze().unwrap();
+        // A batch's keys, key ends and values.
+        let batch =
+            |entries: usize| entries * (KEY + size_of::<usize>() + size_of::<Option<u64>>());
+        let mut entries = map.iter();
+        assert_eq!(entries.memory_usage(), 0, "nothing fetched yet");
+        let (key, _) = entries.next_entry().unwrap();
+        assert_eq!(key.len(), KEY);
+        let first = entries.memory_usage();
+        assert!((batch(16)..=2 * batch(16)).contains(&first), "{first}");
+        let mut read = 1;
+        while entries.next_entry().is_some() {
+            read += 1;
+            let held = entries.memory_usage();
+            // The resume key counts too.
+            assert!(
+                held <= 2 * batch(iter::MAX_BATCH) + 2 * KEY,
+                "{held} after {read}"
+            );
+        }
+        assert_eq!(read, 20_000);
+        // The largest batch's room stays, with the last key read.
+        let last = entries.memory_usage();
+        assert!(last >= batch(iter::MAX_BATCH) + KEY, "{last}");
+        // From the back too.
+        let mut entries = map.iter();
+        assert_eq!(format!("{entries:?}"), "Iter { layers: 2, .. }");
+        entries.next_back_entry().unwrap();
+        let first = entries.memory_usage();
+        assert!((batch(16)..=2 * batch(16)).contains(&first), "{first}");
+    }
+
+    #[test]
     fn the_map_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<HybridMap<u64>>();
