@@ -63,6 +63,11 @@ fn drop_during_a_merge_joins_the_thread() {
     assert!(stats.merging, "{stats:?}");
     assert_eq!((stats.merges, stats.sealed_deltas), (1, 1), "{stats:?}");
     assert_eq!(merge_threads(), 1);
+    // The map's memory counts every layer, and the part being built (past
+    // its first 4,096 keys, so its size is known). Checked at the end: a
+    // failure here would leave the merge held, and the test waiting for it.
+    let layers = stats.delta_bytes + stats.base_bytes + stats.building_bytes;
+    let memory = map.memory_usage();
     let encoded_before = gate.encoded();
     // The gate opens once this thread is inside `drop`, asleep joining the
     // merge thread: the map has told the merge to stop by then, and the
@@ -95,4 +100,6 @@ fn drop_during_a_merge_joins_the_thread() {
         encoded <= 4096,
         "the merge went on for {encoded} values after the map was dropped"
     );
+    assert!(stats.building_bytes > 0, "{stats:?}");
+    assert!(memory >= layers, "{memory} B, layers {stats:?}");
 }

@@ -1820,6 +1820,29 @@ mod tests {
         assert_eq!(map.get("042"), Some(42));
     }
 
+    /// A writer looks its key up in the older layers before it takes the
+    /// lock; a `clear` in between empties them, and the writer must see it.
+    #[test]
+    fn a_write_looks_again_after_a_clear_or_a_seal() {
+        let map = frozen_b_to_e();
+        let hash = key_hash(b"c");
+        let seen = map.inner.layers.load_full();
+        let older = seen.get(b"c", hash);
+        assert_eq!(older, Some(3));
+        map.clear();
+        let lock = map.inner.lock_for_write_seen(b"c", hash, &seen, older);
+        assert_eq!(lock.older, None, "the value from before the clear");
+        drop(lock);
+        // So must one whose key a merge moved down from the fresh delta.
+        map.insert("z", 26);
+        let hash = key_hash(b"z");
+        let seen = map.inner.layers.load_full();
+        assert_eq!(seen.get(b"z", hash), None);
+        map.freeze().unwrap();
+        let lock = map.inner.lock_for_write_seen(b"z", hash, &seen, None);
+        assert_eq!(lock.older, Some(26), "the fresh delta was sealed");
+    }
+
     #[test]
     fn a_freeze_with_nothing_to_merge_does_nothing() {
         let map = frozen_b_to_e();
@@ -1827,6 +1850,18 @@ mod tests {
         map.freeze().unwrap();
         assert_eq!(map.stats().merges, merges);
         assert_eq!(part_layers(&map), layers, "the base was rebuilt");
+    }
+
+    #[test]
+    fn the_map_shows_its_entries_and_keeps_its_policy() {
+        let map = frozen_b_to_e();
+        map.insert("a\n", 1);
+        assert_eq!(
+            format!("{map:?}"),
+            r#"{b"a\n": 1, b"b": 2, b"c": 3, b"d": 4, b"e": 5}"#
+        );
+        let config = HybridConfig::new().part_keys(77).min_delta_keys(5);
+        assert_eq!(config.clone().build::<u64>().config(), &config);
     }
 
     #[test]
