@@ -51,3 +51,54 @@ pub(crate) fn interleave<S: Copy, R>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `count` lookups of `steps(i)` steps each; returns the lookups
+    /// in the order they were advanced, and the order they were found.
+    fn run(count: usize, steps: impl Fn(usize) -> usize) -> (Vec<usize>, Vec<usize>) {
+        let (mut advanced, mut found) = (Vec::new(), Vec::new());
+        interleave(
+            count,
+            0,
+            |i, taken: &mut usize| {
+                advanced.push(i);
+                *taken += 1;
+                (*taken == steps(i)).then_some(i)
+            },
+            |i, result| {
+                assert_eq!(i, result);
+                found.push(i);
+            },
+        );
+        (advanced, found)
+    }
+
+    #[test]
+    fn lookups_take_turns() {
+        let (advanced, found) = run(3, |_| 3);
+        // Each lookup goes one step per turn; one that ends hands its lane
+        // to the last.
+        assert_eq!(advanced, [0, 1, 2, 0, 1, 2, 0, 2, 1]);
+        assert_eq!(found, [0, 2, 1]);
+    }
+
+    #[test]
+    fn a_lane_whose_lookup_ends_takes_the_next() {
+        let count = 3 * LANES + 5;
+        let (advanced, found) = run(count, |i| 1 + i % 4);
+        assert_eq!(advanced[..LANES], (0..LANES).collect::<Vec<_>>());
+        let steps: usize = (0..count).map(|i| 1 + i % 4).sum();
+        assert_eq!(advanced.len(), steps, "a step too many or too few");
+        let mut found = found;
+        found.sort_unstable();
+        assert_eq!(found, (0..count).collect::<Vec<_>>());
+        // The lookup that takes a lane waits for the lane's next turn.
+        let (advanced, _) = run(LANES + 1, |i| if i == 0 { 1 } else { 2 });
+        assert_eq!(advanced[..=LANES], (0..=LANES).collect::<Vec<_>>());
+        let (advanced, found) = run(0, |_| 1);
+        assert!(advanced.is_empty() && found.is_empty());
+    }
+}

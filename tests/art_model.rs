@@ -233,6 +233,7 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
         Op::Remove(k) => assert_eq!(map.remove(k), model.remove(k), "remove {k:?}"),
         Op::Get(k) => {
             assert_eq!(map.get(k), model.get(k), "get {k:?}");
+            assert_eq!(map.get_key_value(k), model.get_key_value(k));
             assert_eq!(map.contains_key(k), model.contains_key(k));
         }
         Op::GetMany(keys, present) => {
@@ -536,8 +537,16 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                 }
             }
         }
-        Op::PopFirst => assert_eq!(map.pop_first(), model.pop_first()),
-        Op::PopLast => assert_eq!(map.pop_last(), model.pop_last()),
+        Op::PopFirst => {
+            let first = model.first_key_value().map(|(k, v)| (k.clone(), v));
+            assert_eq!(map.first_key_value(), first);
+            assert_eq!(map.pop_first(), model.pop_first());
+        }
+        Op::PopLast => {
+            let last = model.last_key_value().map(|(k, v)| (k.clone(), v));
+            assert_eq!(map.last_key_value(), last);
+            assert_eq!(map.pop_last(), model.pop_last());
+        }
         Op::SplitOff(key, stored, into_second) => {
             let key = match stored {
                 Some(pick) if !model.is_empty() => {

@@ -1021,6 +1021,17 @@ mod tests {
         format!("usr/share/doc/pkg{}/file{i}", i % 13)
     }
 
+    #[test]
+    fn stats_average_the_depth_and_debug_shows_the_entries() {
+        // The root's Node4 holds "b\n" and a Node4 for "ab" and "ac".
+        let map = FastArt::from([("ab", 1), ("ac", 2), ("b\n", 3)]);
+        let stats = map.stats();
+        assert_eq!((stats.len, stats.node4, stats.max_depth), (3, 2, 2));
+        assert_eq!(stats.mean_depth, (2 + 2 + 1) as f64 / 3.0);
+        assert_eq!(FastArt::<u8>::new().stats().mean_depth, 0.0);
+        assert_eq!(format!("{map:?}"), r#"{b"ab": 1, b"ac": 2, b"b\n": 3}"#);
+    }
+
     /// Fills a map whose node and leaf arenas may hold only so many chunks,
     /// until `try_insert` refuses; returns the map and the keys it took.
     fn filled(node_chunks: usize, leaf_chunks: usize) -> (FastArt<u64>, u32) {
@@ -1032,6 +1043,10 @@ mod tests {
                 Ok(old) => assert_eq!(old, None, "distinct keys"),
                 Err(refused) => {
                     assert!(matches!(refused.error(), Error::CapacityExceeded { .. }));
+                    let reason = refused.error().to_string();
+                    assert_eq!(refused.to_string(), format!("insert failed: {reason}"));
+                    let source = std::error::Error::source(&refused).map(|e| e.to_string());
+                    assert_eq!(source, Some(reason));
                     assert_eq!(
                         refused.into_value(),
                         u64::from(taken),
