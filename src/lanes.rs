@@ -88,11 +88,10 @@ mod tests {
     #[test]
     fn a_lane_whose_lookup_ends_takes_the_next() {
         let count = 3 * LANES + 5;
-        let (advanced, found) = run(count, |i| 1 + i % 4);
+        let (advanced, mut found) = run(count, |i| 1 + i % 4);
         assert_eq!(advanced[..LANES], (0..LANES).collect::<Vec<_>>());
         let steps: usize = (0..count).map(|i| 1 + i % 4).sum();
         assert_eq!(advanced.len(), steps, "a step too many or too few");
-        let mut found = found;
         found.sort_unstable();
         assert_eq!(found, (0..count).collect::<Vec<_>>());
         // The lookup that takes a lane waits for the lane's next turn.
