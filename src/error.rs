@@ -175,3 +175,124 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         "a panic with a non-string payload".to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn each_message_names_what_went_wrong_and_the_data() {
+        let cases = [
+            (
+                Error::KeyTooLong {
+                    len: 70_000,
+                    max: 65_535,
+                },
+                "key of 70000 bytes is longer than the maximum of 65535 bytes",
+            ),
+            (
+                Error::CapacityExceeded { bytes: 4096 },
+                "capacity exceeded: the structure already holds 4096 bytes",
+            ),
+            (
+                Error::OutOfOrder {
+                    previous: b"b".to_vec(),
+                    got: b"a\x00".to_vec(),
+                },
+                "keys out of order: \"a\\x00\" was given after \"b\", \
+                 but keys must be strictly increasing",
+            ),
+            (
+                Error::DuplicateKey {
+                    key: b"k\xff".to_vec(),
+                },
+                "duplicate key \"k\\xff\": keys must be strictly increasing",
+            ),
+            (
+                Error::BadMagic {
+                    found: b"PK\x03\x04".to_vec(),
+                },
+                "not a memkv file: it starts with \"PK\\x03\\x04\" instead of the magic number",
+            ),
+            (
+                Error::UnsupportedVersion {
+                    found: 9,
+                    supported: 1,
+                },
+                "unsupported file format version 9 (this build reads version 1)",
+            ),
+            (
+                Error::ChecksumMismatch {
+                    stored: 0xdead,
+                    computed: 0xbeef,
+                },
+                "checksum mismatch: the file says 0x0000dead but its bytes sum to 0x0000beef; \
+                 the file is damaged",
+            ),
+            (
+                Error::ValueTypeMismatch {
+                    expected: "u64".into(),
+                    found: "()".into(),
+                },
+                "value type mismatch: the file stores \"()\" values, but \"u64\" was asked for",
+            ),
+            (
+                Error::Corrupt {
+                    reason: "a section runs past the end".into(),
+                },
+                "corrupt data: a section runs past the end",
+            ),
+        ];
+        for (err, message) in cases {
+            assert_eq!(err.to_string(), message);
+            assert!(err.source().is_none(), "{err:?} has no underlying error");
+        }
+    }
+
+    #[test]
+    fn io_and_fst_errors_keep_their_cause() {
+        let err = Error::Io {
+            context: "opening /tmp/x.memkv".into(),
+            source: io::Error::new(io::ErrorKind::NotFound, "no such file"),
+        };
+        assert_eq!(err.to_string(), "opening /tmp/x.memkv: no such file");
+        assert_eq!(err.source().unwrap().to_string(), "no such file");
+
+        let fst_err = fst::Map::new(vec![1u8, 2, 3]).unwrap_err();
+        let shown = fst_err.to_string();
+        let err = Error::Fst(fst_err);
+        assert_eq!(err.to_string(), format!("fst error: {shown}"));
+        assert_eq!(err.source().unwrap().to_string(), shown);
+    }
+
+    #[test]
+    fn long_keys_are_cut_short_in_messages() {
+        let at_limit = vec![b'a'; 100];
+        let message = Error::DuplicateKey { key: at_limit }.to_string();
+        assert!(
+            message.contains(&format!("key \"{}\":", "a".repeat(100))),
+            "{message}"
+        );
+        assert!(!message.contains("..."), "{message}");
+
+        let past_limit = vec![b'a'; 1 << 20];
+        let message = Error::DuplicateKey { key: past_limit }.to_string();
+        assert!(message.contains(&format!("\"{}\"... (1048576 bytes)", "a".repeat(100))));
+        assert!(message.len() < 200, "{message}");
+    }
+
+    #[test]
+    fn panic_messages_are_read_from_either_string_type() {
+        let payload = std::panic::catch_unwind(|| panic!("static text")).unwrap_err();
+        assert_eq!(panic_message(payload.as_ref()), "static text");
+        let n = 7;
+        let payload = std::panic::catch_unwind(|| panic!("formatted {n}")).unwrap_err();
+        assert_eq!(panic_message(payload.as_ref()), "formatted 7");
+        let payload = std::panic::catch_unwind(|| std::panic::panic_any(7u32)).unwrap_err();
+        assert_eq!(
+            panic_message(payload.as_ref()),
+            "a panic with a non-string payload"
+        );
+    }
+}

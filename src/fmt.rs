@@ -11,3 +11,15 @@ impl fmt::Debug for ByteStr<'_> {
         write!(f, "b\"{}\"", self.0.escape_ascii())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_show_as_a_byte_string_literal() {
+        let shown = format!("{:?}", ByteStr(b"usr/bin\x00\xff\"\\"));
+        assert_eq!(shown, r#"b"usr/bin\x00\xff\"\\""#);
+        assert_eq!(format!("{:?}", ByteStr(b"")), r#"b"""#);
+    }
+}
