@@ -164,6 +164,21 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
 
     /// The next entry, with the key borrowed from the stream (valid until the
     /// next call), without allocating.
+    ///
+    /// ```
+    /// use memkv::frozen::automaton::{Automaton, Str};
+    ///
+    /// let layer =
+    ///     memkv::FrozenLayer::from_sorted_iter([("usr/bin", 1u64), ("usr/lib", 2), ("var", 4)])?;
+    /// let mut under_usr = layer.search(Str::new("usr/").starts_with());
+    /// let mut total = 0;
+    /// while let Some((key, value)) = under_usr.next_entry() {
+    ///     assert!(key.starts_with(b"usr/"));
+    ///     total += value;
+    /// }
+    /// assert_eq!(total, 3);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
         let (key, ordinal) = self.stream.next()?;

@@ -491,7 +491,21 @@ impl<V: FrozenValue + Clone> Iter<V> {
         }
     }
 
-    /// Heap bytes held by the iterator's buffers.
+    /// Heap bytes held by the iterator's buffers: a batch of entries per
+    /// layer at each end it has been read from. Batches start small and
+    /// grow as the iteration goes on, up to a bound, so a long scan holds a
+    /// fixed amount however many entries it passes.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u64> = (0..10_000u32).map(|i| (i.to_be_bytes(), 1)).collect();
+    /// let mut entries = map.iter();
+    /// assert_eq!(entries.by_ref().take(10).count(), 10);
+    /// let early = entries.memory_usage();
+    /// assert!(early > 0);
+    /// assert_eq!(entries.by_ref().count(), 9_990);
+    /// assert!(entries.memory_usage() >= early);
+    /// assert!(entries.memory_usage() < 1 << 20);
+    /// ```
     pub fn memory_usage(&self) -> usize {
         (self.front.iter())
             .chain(self.back.iter().flatten())
@@ -534,6 +548,14 @@ impl<V: FrozenValue + Clone> Keys<V> {
 
     /// The next key, borrowed from the iterator (valid until the next
     /// call).
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u64> = [("b", 2), ("a", 1)].into_iter().collect();
+    /// let mut keys = map.keys();
+    /// assert_eq!(keys.next_key(), Some(&b"a"[..]));
+    /// assert_eq!(keys.next_key(), Some(&b"b"[..]));
+    /// assert_eq!(keys.next_key(), None);
+    /// ```
     pub fn next_key(&mut self) -> Option<&[u8]> {
         self.inner.next_entry().map(|(key, _)| key)
     }
