@@ -282,6 +282,17 @@ fn open_refuses_a_missing_directory() {
     let err = WritePath::<ArtMemtable>::open(WritePathOptions::new("/nonexistent/memkv-runs"))
         .unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    assert!(err.to_string().contains("does not exist"), "{err}");
+}
+
+#[test]
+fn open_refuses_a_file_in_place_of_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("runs");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let err = WritePath::<ArtMemtable>::open(WritePathOptions::new(&file)).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotADirectory);
+    assert!(err.to_string().contains("is not a directory"), "{err}");
 }
 
 #[test]

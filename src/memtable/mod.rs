@@ -148,6 +148,14 @@ pub enum Lookup<V> {
 
 impl<V> Lookup<V> {
     /// Applies `f` to a found value.
+    ///
+    /// ```
+    /// use memkv::memtable::Lookup;
+    ///
+    /// assert_eq!(Lookup::Found(b"red".as_slice()).map(<[u8]>::len), Lookup::Found(3));
+    /// assert_eq!(Lookup::<&[u8]>::Deleted.map(<[u8]>::len), Lookup::Deleted);
+    /// assert_eq!(Lookup::<&[u8]>::Absent.map(<[u8]>::len), Lookup::Absent);
+    /// ```
     #[inline]
     pub fn map<U>(self, f: impl FnOnce(V) -> U) -> Lookup<U> {
         match self {
@@ -158,6 +166,17 @@ impl<V> Lookup<V> {
     }
 
     /// The value, if one was found (`None` for both a delete and absence).
+    ///
+    /// ```
+    /// use memkv::memtable::{Lookup, Memtable, MemtableRead, SkipListMemtable, ValueKind};
+    ///
+    /// let mem = SkipListMemtable::default();
+    /// mem.insert(b"k", 1, ValueKind::Value, b"v");
+    /// mem.insert(b"k", 2, ValueKind::Tombstone, b"");
+    /// assert_eq!(mem.get(b"k", 1).found(), Some(b"v".to_vec()));
+    /// assert_eq!(mem.get(b"k", 2).found(), None); // deleted
+    /// assert_eq!(mem.get(b"x", 2).found(), None); // absent
+    /// ```
     #[inline]
     pub fn found(self) -> Option<V> {
         match self {
@@ -168,6 +187,16 @@ impl<V> Lookup<V> {
 
     /// Whether this layer decided the lookup (found or deleted), so older
     /// layers need not be asked.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, Memtable, MemtableRead, ValueKind};
+    ///
+    /// let mem = ArtMemtable::default();
+    /// mem.insert(b"k", 5, ValueKind::Tombstone, b"");
+    /// assert!(mem.get(b"k", 5).is_decided()); // deleted here: stop
+    /// assert!(!mem.get(b"k", 4).is_decided()); // not visible yet: ask older layers
+    /// assert!(!mem.get(b"other", 5).is_decided());
+    /// ```
     #[inline]
     pub fn is_decided(&self) -> bool {
         !matches!(self, Lookup::Absent)
@@ -190,6 +219,17 @@ pub struct EntryRef<'a> {
 
 impl EntryRef<'_> {
     /// An owned copy.
+    ///
+    /// ```
+    /// use memkv::memtable::{Entry, EntryRef, ValueKind};
+    ///
+    /// let value = vec![1, 2, 3];
+    /// let borrowed = EntryRef { user_key: b"k", seqno: 7, kind: ValueKind::Value, value: &value };
+    /// let owned: Entry = borrowed.to_entry();
+    /// drop(value); // the copy does not borrow it
+    /// assert_eq!(owned.user_key, b"k");
+    /// assert_eq!((owned.seqno, owned.kind, owned.value), (7, ValueKind::Value, vec![1, 2, 3]));
+    /// ```
     pub fn to_entry(&self) -> Entry {
         Entry {
             user_key: self.user_key.to_vec(),

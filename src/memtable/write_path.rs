@@ -35,6 +35,15 @@ pub struct WritePathOptions {
 
 impl WritePathOptions {
     /// The defaults, with run files in `dir`.
+    ///
+    /// ```
+    /// use memkv::memtable::WritePathOptions;
+    ///
+    /// let options = WritePathOptions::new("/tmp/runs");
+    /// assert_eq!(options.dir, std::path::Path::new("/tmp/runs"));
+    /// assert_eq!(options.write_buffer_size, 64 << 20);
+    /// assert_eq!(options.max_write_buffer_number, 2);
+    /// ```
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         WritePathOptions {
             dir: dir.into(),
@@ -48,7 +57,9 @@ impl WritePathOptions {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WritePathStats {
-    /// The last sequence number assigned (= writes so far).
+    /// The last sequence number assigned. Each entry written takes one: a
+    /// batch of n entries takes n, and a delete takes one whether or not the
+    /// key exists.
     pub last_seqno: u64,
     /// Memtables frozen.
     pub freezes: u64,
@@ -56,9 +67,11 @@ pub struct WritePathStats {
     pub flushes: u64,
     /// Bytes written to run files.
     pub flushed_bytes: u64,
-    /// Writes that had to wait for the flusher.
+    /// Memtable switches that had to wait for the flusher, because the
+    /// immutable memtables were at their limit: the switch of a write that
+    /// filled the memtable, or of a [`WritePath::flush`].
     pub stalls: u64,
-    /// Time writers spent waiting for the flusher.
+    /// Time spent in those waits.
     pub stall_time: Duration,
     /// Immutable memtables not yet flushed.
     pub immutables: usize,
@@ -185,6 +198,20 @@ impl<M: Memtable + 'static> WritePath<M> {
     ///
     /// # Panics
     /// If `max_write_buffer_number` is below 2.
+    ///
+    /// ```
+    /// use memkv::memtable::{SkipListMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db: WritePath<SkipListMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    /// db.put(b"k", b"v")?;
+    /// db.flush()?; // writes a run file into `dir`
+    /// // A second write path can't start in a directory that holds runs.
+    /// let err = WritePath::<SkipListMemtable>::open(WritePathOptions::new(dir.path()))
+    ///     .unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn open(options: WritePathOptions) -> io::Result<Self> {
         assert!(
             options.max_write_buffer_number >= 2,
@@ -192,9 +219,14 @@ impl<M: Memtable + 'static> WritePath<M> {
             options.max_write_buffer_number
         );
         if !options.dir.is_dir() {
+            let (kind, what) = if options.dir.exists() {
+                (io::ErrorKind::NotADirectory, "is not a directory")
+            } else {
+                (io::ErrorKind::NotFound, "does not exist")
+            };
             return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("{} is not a directory", options.dir.display()),
+                kind,
+                format!("{} {what}", options.dir.display()),
             ));
         }
         // Else the first flush would fail on the existing name, and every
@@ -243,6 +275,17 @@ impl<M: Memtable + 'static> WritePath<M> {
     ///
     /// # Errors
     /// If an earlier flush failed (the write is then not done).
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    /// db.put(b"color", b"red")?;
+    /// db.put(b"color", b"green")?; // a newer version hides the older one
+    /// assert_eq!(db.get(b"color")?, Some(b"green".to_vec()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn put(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
         self.write(key, ValueKind::Value, value)
     }
@@ -251,6 +294,18 @@ impl<M: Memtable + 'static> WritePath<M> {
     ///
     /// # Errors
     /// As [`WritePath::put`].
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    /// db.put(b"k", b"v")?;
+    /// db.flush()?; // the value is now in a run file
+    /// db.delete(b"k")?; // the tombstone in the memtable hides it
+    /// assert_eq!(db.get(b"k")?, None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn delete(&self, key: &[u8]) -> io::Result<()> {
         self.write(key, ValueKind::Tombstone, &[])
     }
@@ -336,6 +391,20 @@ impl<M: Memtable + 'static> WritePath<M> {
     ///
     /// # Errors
     /// If reading a run file fails.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    /// db.put(b"old", b"1")?;
+    /// db.flush()?;
+    /// db.put(b"new", b"2")?;
+    /// assert_eq!(db.get(b"old")?, Some(b"1".to_vec())); // from the run file
+    /// assert_eq!(db.get(b"new")?, Some(b"2".to_vec())); // from the memtable
+    /// assert_eq!(db.get(b"never")?, None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn get(&self, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
         let snapshot = self.shared.visible.load(Ordering::Acquire);
         let runs = {
@@ -369,6 +438,20 @@ impl<M: Memtable + 'static> WritePath<M> {
     ///
     /// # Errors
     /// If a flush failed.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    /// db.put(b"k", b"v")?;
+    /// db.flush()?;
+    /// db.flush()?; // nothing new: no empty run
+    /// let stats = db.stats();
+    /// assert_eq!((stats.freezes, stats.flushes, stats.immutables), (1, 1, 0));
+    /// assert_eq!(stats.flushed_bytes, 4 + 1 + 4 + 1); // key len, key, value len, value
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn flush(&self) -> io::Result<()> {
         {
             let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
@@ -388,6 +471,19 @@ impl<M: Memtable + 'static> WritePath<M> {
     }
 
     /// Counters so far.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    /// db.put(b"a", b"1")?;
+    /// db.delete(b"b")?; // a delete is a write too, even of an absent key
+    /// let stats = db.stats();
+    /// assert_eq!(stats.last_seqno, 2);
+    /// assert_eq!((stats.freezes, stats.flushes, stats.stalls), (0, 0, 0));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn stats(&self) -> WritePathStats {
         let p = self.shared.progress();
         let mut s = p.stats.clone();
@@ -397,6 +493,22 @@ impl<M: Memtable + 'static> WritePath<M> {
     }
 
     /// The run files written so far, oldest first.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    /// assert!(db.run_paths().is_empty());
+    /// for key in [b"a", b"b"] {
+    ///     db.put(key, b"v")?;
+    ///     db.flush()?;
+    /// }
+    /// let paths = db.run_paths();
+    /// assert_eq!(paths, [dir.path().join("run-000000.sst"), dir.path().join("run-000001.sst")]);
+    /// assert!(paths.iter().all(|p| p.is_file()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn run_paths(&self) -> Vec<PathBuf> {
         self.state_read()
             .runs
@@ -411,6 +523,18 @@ impl<M: Memtable + 'static> WritePath<M> {
     ///
     /// # Errors
     /// If a flush failed.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    /// db.put(b"k", b"v")?;
+    /// let stats = db.close()?;
+    /// assert_eq!((stats.last_seqno, stats.flushes), (1, 0)); // the write stayed in memory
+    /// assert_eq!(std::fs::read_dir(dir.path())?.count(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn close(mut self) -> io::Result<WritePathStats> {
         self.stop();
         let stats = self.stats();
