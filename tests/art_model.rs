@@ -347,6 +347,18 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                 sides,
             );
             assert_eq!(got, keys);
+            let mut it = map.clone().into_keys();
+            let got = drain_both_ends(
+                |back| {
+                    if back {
+                        it.next_back_key().map(<[u8]>::to_vec)
+                    } else {
+                        it.next()
+                    }
+                },
+                sides,
+            );
+            assert_eq!(got, keys);
             let mut it = map.clone().into_iter();
             let got = drain_both_ends(
                 |back| {

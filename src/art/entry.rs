@@ -51,6 +51,13 @@ unsafe impl<K: AsRef<[u8]> + Sync, V: Sync> Sync for OccupiedEntry<'_, K, V> {}
 
 impl<'a, K: AsRef<[u8]>, V> Entry<'a, K, V> {
     /// The value, inserting `default` if the key is absent.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u32> = memkv::FastArt::new();
+    /// *map.entry("a").or_insert(1) += 10;
+    /// *map.entry("a").or_insert(1) += 10;
+    /// assert_eq!(map["a"], 21);
+    /// ```
     pub fn or_insert(self, default: V) -> &'a mut V {
         match self {
             Entry::Occupied(e) => e.into_mut(),
@@ -60,6 +67,13 @@ impl<'a, K: AsRef<[u8]>, V> Entry<'a, K, V> {
 
     /// The value, inserting `make()` if the key is absent. If `make` panics,
     /// the map is unchanged.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<Vec<u8>> = memkv::FastArt::new();
+    /// map.entry("a").or_insert_with(Vec::new).push(1);
+    /// map.entry("a").or_insert_with(|| unreachable!("present")).push(2);
+    /// assert_eq!(map["a"], [1, 2]);
+    /// ```
     pub fn or_insert_with(self, make: impl FnOnce() -> V) -> &'a mut V {
         match self {
             Entry::Occupied(e) => e.into_mut(),
@@ -68,6 +82,12 @@ impl<'a, K: AsRef<[u8]>, V> Entry<'a, K, V> {
     }
 
     /// The value, inserting `make(&key)` if the key is absent.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<usize> = memkv::FastArt::new();
+    /// let len = map.entry("usr/bin").or_insert_with_key(|key| key.len());
+    /// assert_eq!(*len, 7);
+    /// ```
     pub fn or_insert_with_key(self, make: impl FnOnce(&K) -> V) -> &'a mut V {
         match self {
             Entry::Occupied(e) => e.into_mut(),
@@ -79,6 +99,13 @@ impl<'a, K: AsRef<[u8]>, V> Entry<'a, K, V> {
     }
 
     /// The value, inserting `V::default()` if the key is absent.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<Vec<&str>> = memkv::FastArt::new();
+    /// map.entry("fruit").or_default().push("apple");
+    /// map.entry("fruit").or_default().push("pear");
+    /// assert_eq!(map["fruit"], ["apple", "pear"]);
+    /// ```
     pub fn or_default(self) -> &'a mut V
     where
         V: Default,
@@ -87,6 +114,13 @@ impl<'a, K: AsRef<[u8]>, V> Entry<'a, K, V> {
     }
 
     /// Calls `f` on the value if the key is present.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u32> = memkv::FastArt::new();
+    /// map.entry("a").and_modify(|v| *v += 1).or_insert(0);
+    /// map.entry("a").and_modify(|v| *v += 1).or_insert(0);
+    /// assert_eq!(map["a"], 1);
+    /// ```
     pub fn and_modify(self, f: impl FnOnce(&mut V)) -> Self {
         match self {
             Entry::Occupied(mut e) => {
@@ -98,6 +132,12 @@ impl<'a, K: AsRef<[u8]>, V> Entry<'a, K, V> {
     }
 
     /// The entry's key.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// assert_eq!(map.entry("a").key(), &"a");
+    /// assert_eq!(map.entry(b"b".to_vec()).key(), b"b"); // the key as given, present or not
+    /// ```
     pub fn key(&self) -> &K {
         match self {
             Entry::Occupied(e) => &e.key,
@@ -112,11 +152,30 @@ impl<'a, K: AsRef<[u8]>, V> VacantEntry<'a, K, V> {
     }
 
     /// The key.
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = FastArt::new();
+    ///
+    /// let Entry::Vacant(vacant) = map.entry("a") else { unreachable!() };
+    /// assert_eq!(vacant.key(), &"a");
+    /// ```
     pub fn key(&self) -> &K {
         &self.key
     }
 
     /// Takes the key back.
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = FastArt::new();
+    ///
+    /// let Entry::Vacant(vacant) = map.entry(String::from("a")) else { unreachable!() };
+    /// assert_eq!(vacant.into_key(), "a");
+    /// assert!(map.is_empty());
+    /// ```
     pub fn into_key(self) -> K {
         self.key
     }
@@ -125,6 +184,16 @@ impl<'a, K: AsRef<[u8]>, V> VacantEntry<'a, K, V> {
     ///
     /// # Panics
     /// As [`FastArt::insert`].
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = FastArt::new();
+    ///
+    /// let Entry::Vacant(vacant) = map.entry("a") else { unreachable!() };
+    /// *vacant.insert(1) += 1;
+    /// assert_eq!(map["a"], 2);
+    /// ```
     pub fn insert(self, value: V) -> &'a mut V {
         self.map.compact_if_due();
         if !self.map.raw.has_room_for_insert() {
@@ -147,39 +216,109 @@ impl<'a, K: AsRef<[u8]>, V> OccupiedEntry<'a, K, V> {
     }
 
     /// The key.
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// let Entry::Occupied(occupied) = map.entry(b"a".to_vec()) else { unreachable!() };
+    ///
+    /// assert_eq!(occupied.key(), b"a");
+    /// ```
     pub fn key(&self) -> &K {
         &self.key
     }
 
     /// The value.
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// let Entry::Occupied(occupied) = map.entry("a") else { unreachable!() };
+    ///
+    /// assert_eq!(occupied.get(), &1);
+    /// ```
     pub fn get(&self) -> &V {
         // SAFETY: see the `value` field.
         unsafe { &*self.value }
     }
 
     /// The value, mutable.
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// let Entry::Occupied(mut occupied) = map.entry("a") else { unreachable!() };
+    ///
+    /// *occupied.get_mut() += 10;
+    /// *occupied.get_mut() += 10; // the entry is still there
+    /// assert_eq!(occupied.get(), &21);
+    /// ```
     pub fn get_mut(&mut self) -> &mut V {
         // SAFETY: see the `value` field; `&mut self` makes it exclusive.
         unsafe { &mut *self.value }
     }
 
     /// The value, mutable for the whole borrow of the map.
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// let Entry::Occupied(occupied) = map.entry("a") else { unreachable!() };
+    ///
+    /// let value: &mut u8 = occupied.into_mut();
+    /// *value = 5;
+    /// assert_eq!(map["a"], 5);
+    /// ```
     pub fn into_mut(self) -> &'a mut V {
         // SAFETY: see the `value` field; the entry gives up its borrow.
         unsafe { &mut *self.value }
     }
 
     /// Replaces the value; returns the old one.
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// let Entry::Occupied(mut occupied) = map.entry("a") else { unreachable!() };
+    ///
+    /// assert_eq!(occupied.insert(2), 1);
+    /// assert_eq!(map["a"], 2);
+    /// ```
     pub fn insert(&mut self, value: V) -> V {
         std::mem::replace(self.get_mut(), value)
     }
 
     /// Removes the entry; returns the value.
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// let Entry::Occupied(occupied) = map.entry("a") else { unreachable!() };
+    ///
+    /// assert_eq!(occupied.remove(), 1);
+    /// assert!(!map.contains_key("a"));
+    /// ```
     pub fn remove(self) -> V {
         self.remove_entry().1
     }
 
     /// Removes the entry; returns the key and value.
+    ///
+    /// ```
+    /// use memkv::{art::Entry, FastArt};
+    ///
+    /// let mut map: FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// let Entry::Occupied(occupied) = map.entry(b"a".to_vec()) else { unreachable!() };
+    ///
+    /// assert_eq!(occupied.remove_entry(), (b"a".to_vec(), 1));
+    /// assert!(map.is_empty());
+    /// ```
     pub fn remove_entry(self) -> (K, V) {
         let value = self
             .map

@@ -60,6 +60,15 @@ impl<'a, V> Iter<'a, V> {
     }
 
     /// The next entry from the back, its key borrowed from the iterator.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// let mut it = map.iter();
+    /// let (key, value) = it.next_back_entry().unwrap();
+    /// let last = key.to_vec(); // `key` borrows `it`: copy it to keep it past the next step
+    /// assert_eq!(it.next_back_entry(), Some((&b"a"[..], &1)));
+    /// assert_eq!((last, value), (b"b".to_vec(), &2));
+    /// ```
     #[inline]
     pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a V)> {
         let entry = self.all.next_back_entry()?;
@@ -105,6 +114,17 @@ impl<'a, V> Range<'a, V> {
     }
 
     /// The next entry, its key borrowed from the iterator: no allocation.
+    ///
+    /// ```
+    /// let map = memkv::FastArt::from([("usr/a", 1), ("usr/b", 2), ("var/c", 4)]);
+    /// let mut it = map.prefix("usr/");
+    /// let mut total = 0;
+    /// while let Some((key, value)) = it.next_entry() {
+    ///     assert!(key.starts_with(b"usr/"));
+    ///     total += value;
+    /// }
+    /// assert_eq!(total, 3);
+    /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], &'a V)> {
         let leaf = self.raw.next(self.art)?;
@@ -114,6 +134,14 @@ impl<'a, V> Range<'a, V> {
     }
 
     /// The next entry from the back, its key borrowed from the iterator.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
+    /// let mut it = map.range("a".."c");
+    /// assert_eq!(it.next_back_entry(), Some((&b"b"[..], &2)));
+    /// assert_eq!(it.next_back_entry(), Some((&b"a"[..], &1)));
+    /// assert_eq!(it.next_back_entry(), None);
+    /// ```
     #[inline]
     pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a V)> {
         let leaf = self.raw.next_back(self.art)?;
@@ -163,6 +191,15 @@ impl<'a, V> IterMut<'a, V> {
     }
 
     /// The next entry, its key borrowed from the iterator: no allocation.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<usize> = [("a", 1), ("bcd", 2)].into_iter().collect();
+    /// let mut it = map.iter_mut();
+    /// while let Some((key, value)) = it.next_entry() {
+    ///     *value += key.len();
+    /// }
+    /// assert_eq!(map.values().copied().collect::<Vec<_>>(), [2, 5]);
+    /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
         let entry = self.all.next_entry()?;
@@ -171,6 +208,15 @@ impl<'a, V> IterMut<'a, V> {
     }
 
     /// The next entry from the back, its key borrowed from the iterator.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// let mut it = map.iter_mut();
+    /// let (key, value) = it.next_back_entry().unwrap();
+    /// assert_eq!(key, b"b");
+    /// *value = 20;
+    /// assert_eq!(map["b"], 20);
+    /// ```
     #[inline]
     pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
         let entry = self.all.next_back_entry()?;
@@ -222,6 +268,16 @@ impl<'a, V> RangeMut<'a, V> {
     }
 
     /// The next entry, its key borrowed from the iterator: no allocation.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
+    /// let mut it = map.range_mut("b"..);
+    /// while let Some((key, value)) = it.next_entry() {
+    ///     assert_ne!(key, b"a");
+    ///     *value *= 10;
+    /// }
+    /// assert_eq!(map.values().copied().collect::<Vec<_>>(), [1, 20, 30]);
+    /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
         let leaf = self.raw.next(self.art)?;
@@ -233,6 +289,15 @@ impl<'a, V> RangeMut<'a, V> {
     }
 
     /// The next entry from the back, its key borrowed from the iterator.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
+    /// let mut it = map.range_mut(.."c");
+    /// let (key, value) = it.next_back_entry().unwrap();
+    /// assert_eq!(key, b"b");
+    /// *value = 0;
+    /// assert_eq!(map.values().copied().collect::<Vec<_>>(), [1, 0, 3]);
+    /// ```
     #[inline]
     pub fn next_back_entry(&mut self) -> Option<(&[u8], &'a mut V)> {
         let leaf = self.raw.next_back(self.art)?;
@@ -298,6 +363,14 @@ impl<'a, V> Keys<'a, V> {
     }
 
     /// The next key from the back, borrowed from the iterator.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// let mut keys = map.keys();
+    /// assert_eq!(keys.next_back_key(), Some(&b"b"[..]));
+    /// assert_eq!(keys.next_back_key(), Some(&b"a"[..]));
+    /// assert_eq!(keys.next_back_key(), None);
+    /// ```
     #[inline]
     pub fn next_back_key(&mut self) -> Option<&[u8]> {
         self.inner.next_back_entry().map(|(k, _)| k)
@@ -418,6 +491,17 @@ impl<V> IntoIter<V> {
     }
 
     /// The next entry, its key borrowed from the iterator: no allocation.
+    ///
+    /// ```
+    /// let map = memkv::FastArt::from([("b", String::from("y")), ("a", String::from("x"))]);
+    /// let mut it = map.into_iter();
+    /// let mut values = Vec::new();
+    /// while let Some((key, value)) = it.next_entry() {
+    ///     assert_eq!(key.len(), 1);
+    ///     values.push(value); // the value is owned; only the key is borrowed
+    /// }
+    /// assert_eq!(values, ["x", "y"]);
+    /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
         let leaf = self.raw.next(&self.art)?;
@@ -429,6 +513,13 @@ impl<V> IntoIter<V> {
     }
 
     /// The next entry from the back, its key borrowed from the iterator.
+    ///
+    /// ```
+    /// let map = memkv::FastArt::from([("a", String::from("x")), ("b", String::from("y"))]);
+    /// let mut it = map.into_iter();
+    /// assert_eq!(it.next_back_entry(), Some((&b"b"[..], String::from("y"))));
+    /// assert_eq!(it.len(), 1);
+    /// ```
     #[inline]
     pub fn next_back_entry(&mut self) -> Option<(&[u8], V)> {
         let leaf = self.raw.next_back(&self.art)?;
@@ -474,9 +565,32 @@ impl<V> IntoKeys<V> {
     }
 
     /// The next key, borrowed from the iterator: no allocation.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("b", 2), ("a", 1)].into_iter().collect();
+    /// let mut keys = map.into_keys();
+    /// assert_eq!(keys.next_key(), Some(&b"a"[..]));
+    /// assert_eq!(keys.next(), Some(b"b".to_vec()));
+    /// assert_eq!(keys.next_key(), None);
+    /// ```
     #[inline]
     pub fn next_key(&mut self) -> Option<&[u8]> {
         self.inner.next_entry().map(|(k, _)| k)
+    }
+
+    /// The next key from the back, borrowed from the iterator: no
+    /// allocation.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("b", 2), ("a", 1)].into_iter().collect();
+    /// let mut keys = map.into_keys();
+    /// assert_eq!(keys.next_back_key(), Some(&b"b"[..]));
+    /// assert_eq!(keys.next_key(), Some(&b"a"[..]));
+    /// assert_eq!(keys.next_back_key(), None);
+    /// ```
+    #[inline]
+    pub fn next_back_key(&mut self) -> Option<&[u8]> {
+        self.inner.next_back_entry().map(|(k, _)| k)
     }
 }
 

@@ -21,7 +21,8 @@
 //! The arena addresses 16 GiB of nodes and leaves (about 400 million Debian
 //! paths). [`FastArt::insert`] panics past that, like `Vec` past its
 //! capacity; [`FastArt::try_insert`] returns an [`InsertError`] instead,
-//! holding [`Error::CapacityExceeded`] and the value. Failing system allocations abort, as in the standard collections.
+//! holding [`Error::CapacityExceeded`] and the value. Failing system
+//! allocations abort, as in the standard collections.
 //!
 //! # Iteration without allocation
 //! Keys are not stored whole, so iterators assemble each key in a buffer they
@@ -29,16 +30,20 @@
 //! (one allocation each); for the fast path the iterators over entries also
 //! have lending methods, `next_entry` and `next_back_entry`, that return the
 //! key as a slice borrowed from the iterator and allocate nothing once their
-//! buffers have grown ([`Keys`] and [`IntoKeys`] have `next_key`):
+//! buffers have grown ([`Keys`] and [`IntoKeys`] have `next_key` and
+//! `next_back_key`):
 //!
 //! ```
 //! use memkv::FastArt;
 //!
-//! let map: FastArt<u32> = [("usr/bin/ls", 1), ("usr/bin/cp", 2), ("etc/passwd", 3)].into_iter().collect();
+//! let map: FastArt<u32> =
+//!     [("usr/bin/ls", 1), ("usr/bin/cp", 2), ("etc/passwd", 3)].into_iter().collect();
 //! let mut it = map.prefix("usr/");
+//! let mut shown = String::new();
 //! while let Some((key, value)) = it.next_entry() {
-//!     println!("{} = {value}", String::from_utf8_lossy(key));
+//!     shown += &format!("{}={value} ", String::from_utf8_lossy(key));
 //! }
+//! assert_eq!(shown, "usr/bin/cp=2 usr/bin/ls=1 ");
 //! ```
 //!
 //! Random inserts scatter entries over memory, so an ordered walk of a map
@@ -135,11 +140,33 @@ pub struct InsertError<V> {
 
 impl<V> InsertError<V> {
     /// Why the insert failed.
+    ///
+    /// ```
+    /// use memkv::{Error, FastArt};
+    ///
+    /// let mut map = FastArt::new();
+    /// match map.try_insert("k", 1) {
+    ///     Ok(old) => assert_eq!(old, None),
+    ///     // Only at the 16 GiB limit (see `FastArt::try_insert`).
+    ///     Err(refused) => assert!(matches!(refused.error(), Error::CapacityExceeded { .. })),
+    /// }
+    /// ```
     pub fn error(&self) -> &Error {
         &self.error
     }
 
     /// The value that was not inserted.
+    ///
+    /// ```
+    /// let mut map = memkv::FastArt::new();
+    /// // A map that is full hands the value back, so it can go elsewhere.
+    /// let mut elsewhere = Vec::new();
+    /// match map.try_insert("k", String::from("v")) {
+    ///     Ok(_) => {}
+    ///     Err(refused) => elsewhere.push(refused.into_value()),
+    /// }
+    /// assert_eq!(map.len() + elsewhere.len(), 1);
+    /// ```
     pub fn into_value(self) -> V {
         self.value
     }
@@ -192,6 +219,12 @@ pub struct ArtStats {
 
 impl<V> FastArt<V> {
     /// An empty map. Allocates nothing until the first insert.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u32> = memkv::FastArt::new();
+    /// assert!(map.is_empty());
+    /// assert_eq!(map.memory_usage(), 0);
+    /// ```
     pub fn new() -> Self {
         FastArt {
             raw: RawArt::new(),
@@ -237,6 +270,13 @@ impl<V> FastArt<V> {
 
     /// Whether inserts compact the map as it grows; see
     /// [`set_auto_compact`](FastArt::set_auto_compact).
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = memkv::FastArt::new();
+    /// assert!(map.auto_compact()); // on by default
+    /// map.set_auto_compact(false);
+    /// assert!(!map.auto_compact());
+    /// ```
     pub fn auto_compact(&self) -> bool {
         self.auto_compact
     }
@@ -253,12 +293,27 @@ impl<V> FastArt<V> {
     }
 
     /// The number of entries.
+    ///
+    /// ```
+    /// let mut map = memkv::FastArt::new();
+    /// map.insert("a", 1);
+    /// map.insert("a", 2);
+    /// map.insert("b", 3);
+    /// assert_eq!(map.len(), 2);
+    /// ```
     #[inline]
     pub fn len(&self) -> usize {
         self.raw.len()
     }
 
     /// Whether the map is empty.
+    ///
+    /// ```
+    /// let mut map = memkv::FastArt::new();
+    /// assert!(map.is_empty());
+    /// map.insert("", 1); // the empty key is a key like any other
+    /// assert!(!map.is_empty());
+    /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.raw.len() == 0
@@ -268,6 +323,13 @@ impl<V> FastArt<V> {
     ///
     /// If a value's `Drop` panics, the other values are still dropped and the
     /// map is left empty.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// map.clear();
+    /// assert!(map.is_empty());
+    /// assert_eq!(map.memory_usage(), 0);
+    /// ```
     pub fn clear(&mut self) {
         self.raw.clear();
     }
@@ -356,6 +418,12 @@ impl<V> FastArt<V> {
     }
 
     /// Whether `key` is in the map.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("usr/bin", 1)].into_iter().collect();
+    /// assert!(map.contains_key("usr/bin"));
+    /// assert!(!map.contains_key("usr")); // a prefix of a key is not a key
+    /// ```
     #[inline]
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> bool {
         self.raw.get(key.as_ref()).is_some()
@@ -365,6 +433,13 @@ impl<V> FastArt<V> {
     ///
     /// # Panics
     /// If the map already holds 16 GiB (see [`FastArt::try_insert`]).
+    ///
+    /// ```
+    /// let mut map = memkv::FastArt::new();
+    /// assert_eq!(map.insert(b"k", 1), None);
+    /// assert_eq!(map.insert("k", 2), Some(1));
+    /// assert_eq!(map["k"], 2);
+    /// ```
     #[inline]
     pub fn insert(&mut self, key: impl AsRef<[u8]>, value: V) -> Option<V> {
         self.compact_if_due();
@@ -413,6 +488,13 @@ impl<V> FastArt<V> {
     }
 
     /// Removes `key`; returns its value.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1)].into_iter().collect();
+    /// assert_eq!(map.remove("a"), Some(1));
+    /// assert_eq!(map.remove("a"), None);
+    /// assert!(map.is_empty());
+    /// ```
     #[inline]
     pub fn remove(&mut self, key: impl AsRef<[u8]>) -> Option<V> {
         self.raw.remove(key.as_ref())
@@ -473,6 +555,12 @@ impl<V> FastArt<V> {
 
     /// All entries in key order. See the [module docs](self) for the lending
     /// `next_entry`, which does not allocate a key per entry.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("b", 2), ("ab", 3), ("a", 1)].into_iter().collect();
+    /// let entries: Vec<(Vec<u8>, &u8)> = map.iter().collect();
+    /// assert_eq!(entries, [(b"a".to_vec(), &1), (b"ab".to_vec(), &3), (b"b".to_vec(), &2)]);
+    /// ```
     pub fn iter(&self) -> Iter<'_, V> {
         Iter::new(&self.raw, RawIter::all(&self.raw))
     }
@@ -492,11 +580,22 @@ impl<V> FastArt<V> {
     }
 
     /// All keys in order.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("b", 1), ("a", 2), ("Z", 3)].into_iter().collect();
+    /// let keys: Vec<Vec<u8>> = map.keys().collect();
+    /// assert_eq!(keys, [b"Z".to_vec(), b"a".to_vec(), b"b".to_vec()]); // byte order
+    /// ```
     pub fn keys(&self) -> Keys<'_, V> {
         Keys::new(self.iter())
     }
 
     /// All values in key order.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u8> = [("b", 2), ("a", 1)].into_iter().collect();
+    /// assert_eq!(map.values().collect::<Vec<_>>(), [&1, &2]);
+    /// ```
     pub fn values(&self) -> Values<'_, V> {
         Values::new(self.iter())
     }
@@ -609,6 +708,14 @@ impl<V> FastArt<V> {
 
     /// The last entry in key order; see
     /// [`first_key_value`](Self::first_key_value).
+    ///
+    /// ```
+    /// let mut map = memkv::FastArt::new();
+    /// assert_eq!(map.last_key_value(), None);
+    /// map.insert("ab", 2);
+    /// map.insert("a", 1);
+    /// assert_eq!(map.last_key_value(), Some((b"ab".to_vec(), &2)));
+    /// ```
     pub fn last_key_value(&self) -> Option<(Vec<u8>, &V)> {
         self.iter().next_back()
     }
@@ -631,6 +738,15 @@ impl<V> FastArt<V> {
     }
 
     /// The entry of the last key; see [`first_entry`](Self::first_entry).
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// if let Some(mut last) = map.last_entry() {
+    ///     assert_eq!(last.key(), b"b");
+    ///     *last.get_mut() += 10;
+    /// }
+    /// assert_eq!(map["b"], 12);
+    /// ```
     pub fn last_entry(&mut self) -> Option<OccupiedEntry<'_, Vec<u8>, V>> {
         let key = self.iter().next_back()?.0;
         self.occupied(key)
@@ -656,6 +772,14 @@ impl<V> FastArt<V> {
     }
 
     /// Removes and returns the last entry in key order.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// assert_eq!(map.pop_last(), Some((b"b".to_vec(), 2)));
+    /// assert_eq!(map.pop_last(), Some((b"a".to_vec(), 1)));
+    /// assert_eq!(map.pop_last(), None);
+    /// assert!(map.is_empty());
+    /// ```
     pub fn pop_last(&mut self) -> Option<(Vec<u8>, V)> {
         let key = self.iter().next_back()?.0;
         let value = self.remove(&key)?;

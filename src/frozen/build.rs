@@ -15,10 +15,11 @@ use crate::{Error, Result};
 ///
 /// The builder compiles the fst as keys arrive and keeps only what the
 /// output needs: the fst compiled so far, the value column, the path of the
-/// last key, and a cache of compiled nodes (an eighth of the fst's size, at
-/// most 8 MiB) through which repeated suffixes are stored once. It never
-/// holds the keys themselves, so building from a sorted file of 7.3 million
-/// paths needs memory for the finished layer (and that cache) only.
+/// last key, and a cache of compiled nodes (256 KiB at first, then an
+/// eighth of the fst's size, at most 8 MiB) through which repeated suffixes
+/// are stored once. It never holds the keys themselves, so building from a
+/// sorted file of 7.3 million paths needs memory for the finished layer (and
+/// that cache) only.
 ///
 /// Errors carry the offending data: a key smaller than the previous one is
 /// [`Error::OutOfOrder`], a repeated key [`Error::DuplicateKey`]. Such a key
@@ -64,6 +65,14 @@ enum Sink<W> {
 impl<V: FrozenValue> FrozenLayerBuilder<V, Vec<u8>> {
     /// A builder whose layer is built in memory; get it with
     /// [`into_layer`](Self::into_layer).
+    ///
+    /// ```
+    /// let mut builder = memkv::FrozenLayerBuilder::memory();
+    /// builder.insert("enabled", true)?;
+    /// let layer = builder.into_layer()?;
+    /// assert_eq!(layer.get("enabled"), Some(true));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn memory() -> Self {
         Self::memory_with_capacity(0)
     }
@@ -84,6 +93,17 @@ impl<V: FrozenValue> FrozenLayerBuilder<V, Vec<u8>> {
     }
 
     /// Finishes the layer and returns it, ready for queries.
+    ///
+    /// ```
+    /// let mut builder = memkv::FrozenLayerBuilder::memory();
+    /// for (i, word) in ["ant", "bee", "cat"].into_iter().enumerate() {
+    ///     builder.insert(word, i as u64)?;
+    /// }
+    /// let layer = builder.into_layer()?;
+    /// assert_eq!(layer.get("cat"), Some(2));
+    /// assert_eq!(layer.mapped_bytes(), 0); // on the heap
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn into_layer(self) -> Result<FrozenLayer<V>> {
         let mut bytes = self.finish()?;
         // Growth by doubling may have left up to half the buffer unused.
@@ -99,6 +119,20 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
     /// the header now, the rest when [`finish`](Self::finish)ing.
     ///
     /// Fails only if writing the header fails.
+    ///
+    /// ```
+    /// use std::{fs::File, io::BufWriter};
+    /// use memkv::{FrozenLayer, FrozenLayerBuilder};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("built.memkv");
+    /// let mut builder = FrozenLayerBuilder::new(BufWriter::new(File::create(&path)?))?;
+    /// builder.insert("alpha", 1u32)?;
+    /// builder.insert("beta", 2)?;
+    /// builder.finish()?;
+    /// assert_eq!(FrozenLayer::<u32>::open(&path)?.get("beta"), Some(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(writer: W) -> Result<Self> {
         let mut out = ChecksumWriter::new(writer);
         format::write_header(&mut out, Self::type_name()).map_err(write_error)?;
@@ -123,6 +157,20 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
 
     /// Adds `key` with `value`. `key` must be greater than every key added
     /// before (byte-wise lexicographic order, as `[u8]`'s `Ord`).
+    ///
+    /// ```
+    /// use memkv::{Error, FrozenLayerBuilder};
+    ///
+    /// let mut builder = FrozenLayerBuilder::memory();
+    /// builder.insert("b", 2u8)?;
+    /// let early = builder.insert("a", 1);
+    /// assert!(matches!(early, Err(Error::OutOfOrder { previous, got })
+    ///     if previous == b"b" && got == b"a"));
+    /// assert!(matches!(builder.insert("b", 3), Err(Error::DuplicateKey { .. })));
+    /// builder.insert("c", 3)?; // the refused keys left the builder as it was
+    /// assert_eq!(builder.into_layer()?.len(), 2);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn insert(&mut self, key: impl AsRef<[u8]>, value: V) -> Result<()> {
         self.insert_encoded(key.as_ref(), value.encode())
     }
@@ -146,30 +194,83 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
     }
 
     /// Number of keys added so far.
+    ///
+    /// ```
+    /// let mut builder = memkv::FrozenLayerBuilder::memory();
+    /// builder.insert("a", 1u8)?;
+    /// builder.insert("b", 2)?;
+    /// assert_eq!(builder.len(), 2);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn len(&self) -> u64 {
         self.len
     }
 
     /// Whether no key was added yet.
+    ///
+    /// ```
+    /// let mut builder = memkv::FrozenLayerBuilder::memory();
+    /// assert!(builder.is_empty());
+    /// builder.insert("a", 1u8)?;
+    /// assert!(!builder.is_empty());
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Bytes of layer so far: the header and the fst compiled so far (the
-    /// values follow when finishing).
+    /// values follow when finishing). A writer builder keeps the fst in
+    /// memory and hands it to its writer when finishing, so these bytes
+    /// need not have reached the writer yet.
+    ///
+    /// ```
+    /// let mut builder = memkv::FrozenLayerBuilder::memory();
+    /// let start = builder.bytes_written();
+    /// for i in 0..1000u32 {
+    ///     builder.insert(format!("key{i:04}"), i)?;
+    /// }
+    /// let so_far = builder.bytes_written();
+    /// assert!(so_far > start);
+    /// assert!(builder.into_layer()?.as_bytes().len() as u64 > so_far); // + values, trailer
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn bytes_written(&self) -> u64 {
         (format::HEADER_LEN + self.fst.bytes_written()) as u64
     }
 
     /// Heap bytes held by the builder: the fst compiled so far with its
-    /// cache of nodes, and the value column. (A [`memory`](Self::memory)
-    /// builder's header comes on top.)
+    /// cache of nodes, and the value column (and, for a
+    /// [`memory`](Self::memory) builder, the header: it opens the fst's
+    /// buffer).
+    ///
+    /// ```
+    /// let mut builder = memkv::FrozenLayerBuilder::memory();
+    /// let start = builder.memory_usage(); // the node cache, allocated up front
+    /// for i in 0..10_000u64 {
+    ///     builder.insert(format!("key{i:05}"), i)?;
+    /// }
+    /// assert!(builder.memory_usage() > start);
+    /// assert!(builder.memory_usage() as u64 >= builder.bytes_written());
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn memory_usage(&self) -> usize {
         self.fst.memory_usage() + V::Column::builder_heap_bytes(&self.column)
     }
 
     /// Writes the value column and trailer, flushes, and returns the writer,
     /// which now holds a complete layer file.
+    ///
+    /// ```
+    /// use memkv::{FrozenLayer, FrozenLayerBuilder};
+    ///
+    /// let mut builder = FrozenLayerBuilder::new(Vec::new())?;
+    /// builder.insert("a", 1i64)?;
+    /// builder.insert("b", -2)?;
+    /// let bytes: Vec<u8> = builder.finish()?;
+    /// assert_eq!(FrozenLayer::<i64>::from_bytes(bytes)?.get("b"), Some(-2));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn finish(self) -> Result<W> {
         let fst = self.fst.finish();
         match self.sink {

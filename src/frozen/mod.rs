@@ -67,7 +67,7 @@
 //! memkv's own builder (`fst_builder.rs`), in the crate's
 //! format: the crate's builder finds repeated suffixes through a fixed cache
 //! of 20,000 nodes, ours through one that grows with the fst (to 2^20
-//! entries of 16 bytes, freed when it is done), which is where the 1.6
+//! entries of 8 bytes, freed when it is done), which is where the 1.6
 //! bytes per key and most of the build time go. [`iter`](FrozenLayer::iter),
 //! [`range`](FrozenLayer::range) and [`prefix`](FrozenLayer::prefix) walk
 //! the fst's bytes themselves instead of running the crate's general
@@ -98,13 +98,13 @@
 //! let under_bin: Vec<_> = layer.prefix("usr/bin/").map(|(key, _)| key).collect();
 //! assert_eq!(under_bin, [b"usr/bin/cat".to_vec(), b"usr/bin/env".to_vec()]);
 //!
-//! let dir = tempfile::tempdir().unwrap();
+//! let dir = tempfile::tempdir()?;
 //! let path = dir.path().join("paths.memkv");
 //! layer.save(&path)?;
 //! let reopened = FrozenLayer::<u64>::open(&path)?;
 //! assert_eq!(reopened.get("etc/hosts"), Some(1));
 //! assert_eq!(reopened.memory_usage(), 0); // the bytes are mapped, not on the heap
-//! # Ok::<(), memkv::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod build;
@@ -164,6 +164,20 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// Fails with [`Error::OutOfOrder`] or [`Error::DuplicateKey`] (carrying
     /// the keys) otherwise; see [`FrozenLayerBuilder`] for building without
     /// an iterator.
+    ///
+    /// ```
+    /// use memkv::{Error, FrozenLayer};
+    ///
+    /// let layer = FrozenLayer::from_sorted_iter([("apple", 3u32), ("banana", 5)])?;
+    /// assert_eq!(layer.get("banana"), Some(5));
+    ///
+    /// let unsorted = FrozenLayer::from_sorted_iter([("banana", 5u32), ("apple", 3)]);
+    /// assert!(matches!(unsorted, Err(Error::OutOfOrder { previous, got })
+    ///     if previous == b"banana" && got == b"apple"));
+    /// let repeated = FrozenLayer::from_sorted_iter([("apple", 3u32), ("apple", 4)]);
+    /// assert!(matches!(repeated, Err(Error::DuplicateKey { key }) if key == b"apple"));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn from_sorted_iter<K, I>(entries: I) -> Result<Self>
     where
         K: AsRef<[u8]>,
@@ -182,6 +196,14 @@ impl<V: FrozenValue> FrozenLayer<V> {
     ///
     /// Unlike the sorted builder, this holds all entries in memory while it
     /// sorts them.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_unsorted_iter([("b", 1u8), ("a", 2), ("b", 3)])?;
+    /// assert_eq!(layer.len(), 2);
+    /// assert_eq!(layer.get("b"), Some(3)); // the last value given for "b"
+    /// assert_eq!(layer.first_key_value(), Some((b"a".to_vec(), 2)));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn from_unsorted_iter<K, I>(entries: I) -> Result<Self>
     where
         K: AsRef<[u8]>,
@@ -208,6 +230,19 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// Freezes a [`FastArt`]: the same entries, in an fst. Reads the tree in
     /// order without copying its keys (through its lending
     /// [`next_entry`](crate::art::Iter::next_entry)).
+    ///
+    /// ```
+    /// use memkv::{FastArt, FrozenLayer};
+    ///
+    /// let mut art = FastArt::new();
+    /// art.insert("usr/bin/ls", 1u64);
+    /// art.insert("etc/hosts", 2);
+    /// let layer = FrozenLayer::from_fast_art(&art)?;
+    /// assert_eq!(layer.len(), art.len());
+    /// assert_eq!(layer.get("etc/hosts"), Some(2));
+    /// assert_eq!(layer.nth(0), Some((b"etc/hosts".to_vec(), 2)));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn from_fast_art(art: &FastArt<V>) -> Result<Self> {
         let mut builder = FrozenLayerBuilder::memory();
         let mut entries = art.iter();
@@ -226,6 +261,20 @@ impl<V: FrozenValue> FrozenLayer<V> {
     ///
     /// The bytes stay on the heap, in this `Vec`, and queries read them in
     /// place.
+    ///
+    /// ```
+    /// use memkv::{Error, FrozenLayer};
+    ///
+    /// let layer = FrozenLayer::from_sorted_iter([("a", 1u64)])?;
+    /// let copy = FrozenLayer::<u64>::from_bytes(layer.as_bytes().to_vec())?;
+    /// assert_eq!(copy.get("a"), Some(1));
+    ///
+    /// let garbage = FrozenLayer::<u64>::from_bytes(b"not a layer".to_vec());
+    /// assert!(matches!(garbage, Err(Error::BadMagic { .. })));
+    /// let other_type = FrozenLayer::<u32>::from_bytes(layer.as_bytes().to_vec());
+    /// assert!(matches!(other_type, Err(Error::ValueTypeMismatch { .. })));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
         Self::from_storage(Storage::Heap(bytes), Check::Full)
     }
@@ -246,6 +295,21 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// The file must not be modified in place while it is open: the mapping
     /// would show the changes (or fault, if the file shrinks). Replacing it
     /// by a rename, as [`save`](Self::save) does, is safe.
+    ///
+    /// ```
+    /// use memkv::{Error, FrozenLayer};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("ids.memkv");
+    /// FrozenLayer::from_sorted_iter([("alice", 1u32), ("bob", 2)])?.save(&path)?;
+    /// let layer = FrozenLayer::<u32>::open(&path)?;
+    /// assert_eq!(layer.get("bob"), Some(2));
+    ///
+    /// let missing = FrozenLayer::<u32>::open(dir.path().join("missing.memkv"));
+    /// assert!(matches!(missing, Err(Error::Io { context, .. })
+    ///     if context.contains("missing.memkv")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::from_storage(Storage::map_file(path.as_ref())?, Check::Full)
     }
@@ -258,6 +322,22 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// worst case not terminate (the fst crate trusts its bytes; it has no
     /// `unsafe` code, so never undefined behaviour).
     /// [`verify`](Self::verify) runs the skipped checks later.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("trusted.memkv");
+    /// FrozenLayer::from_sorted_iter([("a", 1u8), ("b", 2)])?.save(&path)?;
+    /// let layer = FrozenLayer::<u8>::open_unverified(&path)?;
+    /// assert_eq!(layer.get("b"), Some(2));
+    /// layer.verify()?; // the skipped checks, when convenient
+    ///
+    /// let truncated = dir.path().join("truncated.memkv"); // a copy: never change an open file
+    /// std::fs::write(&truncated, &layer.as_bytes()[..layer.as_bytes().len() - 1])?;
+    /// assert!(FrozenLayer::<u8>::open_unverified(&truncated).is_err()); // no trailer
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open_unverified(path: impl AsRef<Path>) -> Result<Self> {
         Self::from_storage(Storage::map_file(path.as_ref())?, Check::Structure)
     }
@@ -295,6 +375,21 @@ impl<V: FrozenValue> FrozenLayer<V> {
 
     /// Re-runs the full checks of [`open`](Self::open): the checksum over
     /// every byte and the column's contents.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("greeting", b"hello".to_vec())])?;
+    /// let mut bytes = layer.as_bytes().to_vec();
+    /// let at = bytes.windows(5).rposition(|w| w == b"hello").ok_or("value not found")?;
+    /// bytes[at] ^= 0x20; // one flipped bit: "hello" becomes "Hello"
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("damaged.memkv");
+    /// std::fs::write(&path, &bytes)?;
+    ///
+    /// let damaged = memkv::FrozenLayer::<Vec<u8>>::open_unverified(&path)?;
+    /// assert_eq!(damaged.get("greeting"), Some(b"Hello".to_vec()));
+    /// assert!(matches!(damaged.verify(), Err(memkv::Error::ChecksumMismatch { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn verify(&self) -> Result<()> {
         let storage = &self.fst.as_inner().storage;
         let layout = format::parse(storage.bytes(), V::TYPE_NAME, Check::Full)?;
@@ -305,11 +400,33 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// directory, synced, then renamed over `path` (and the directory
     /// synced). A crash at any point leaves either the previous file or the
     /// new one, whole.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("layer.memkv");
+    /// FrozenLayer::from_sorted_iter([("k", 1u32)])?.save(&path)?;
+    /// FrozenLayer::from_sorted_iter([("k", 2u32)])?.save(&path)?; // replaces the file
+    /// assert_eq!(FrozenLayer::<u32>::open(&path)?.get("k"), Some(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         format::save_atomically(path.as_ref(), self.as_bytes())
     }
 
     /// Writes the layer's bytes (the file format) to `out`.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let layer = FrozenLayer::from_sorted_iter([("a", 1i32), ("b", -1)])?;
+    /// let mut out = Vec::new();
+    /// layer.write_to(&mut out)?;
+    /// assert_eq!(out, layer.as_bytes());
+    /// assert_eq!(FrozenLayer::<i32>::from_bytes(out)?.get("b"), Some(-1));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn write_to<W: Write>(&self, mut out: W) -> Result<()> {
         out.write_all(self.as_bytes())
             .and_then(|()| out.flush())
@@ -320,6 +437,18 @@ impl<V: FrozenValue> FrozenLayer<V> {
     }
 
     /// The layer's bytes, in the file format.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let layer = FrozenLayer::from_sorted_iter([("a", ()), ("b", ())])?;
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("set.memkv");
+    /// layer.save(&path)?;
+    /// assert_eq!(std::fs::read(&path)?, layer.as_bytes());
+    /// assert_eq!(FrozenLayer::<()>::open(&path)?.as_bytes(), layer.as_bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn as_bytes(&self) -> &[u8] {
         self.fst.as_inner().storage.bytes()
     }
@@ -349,7 +478,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// than the CPU caches; the result is one allocation per call.
     ///
     /// ```
-    /// let layer = memkv::FrozenLayer::from_sorted_iter([("usr/bin/cat", 2u64), ("usr/bin/ls", 1)])?;
+    /// let layer =
+    ///     memkv::FrozenLayer::from_sorted_iter([("usr/bin/cat", 2u64), ("usr/bin/ls", 1)])?;
     /// let found = layer.get_many(&["usr/bin/cat", "usr/bin/vi", "usr/bin/ls"]);
     /// assert_eq!(found, [Some(2), None, Some(1)]);
     /// # Ok::<(), memkv::Error>(())
@@ -368,6 +498,13 @@ impl<V: FrozenValue> FrozenLayer<V> {
     }
 
     /// Whether `key` is present (does not touch the column).
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("etc/hosts", ())])?;
+    /// assert!(layer.contains_key("etc/hosts"));
+    /// assert!(!layer.contains_key("etc")); // a prefix of a key is not a key
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     #[inline]
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> bool {
         self.rank(key).is_some()
@@ -394,6 +531,15 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// Walks the fst from the root, at each node taking the last transition
     /// whose output (the number of keys before it) does not exceed what is
     /// left of `ordinal`: O(key length × fan-out), no scan.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", 10u16), ("b", 20), ("c", 30)])?;
+    /// assert_eq!(layer.nth(1), Some((b"b".to_vec(), 20)));
+    /// assert_eq!(layer.nth(3), None); // past the end
+    /// // `nth` undoes `rank`.
+    /// assert_eq!(layer.rank("c").and_then(|i| layer.nth(i)), Some((b"c".to_vec(), 30)));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn nth(&self, ordinal: u64) -> Option<(Vec<u8>, V)> {
         if ordinal >= self.fst.len() as u64 {
             return None;
@@ -408,23 +554,58 @@ impl<V: FrozenValue> FrozenLayer<V> {
     }
 
     /// The smallest key and its value.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let layer = FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2)])?;
+    /// assert_eq!(layer.first_key_value(), Some((b"a".to_vec(), 1)));
+    /// let empty = FrozenLayer::<u64>::from_sorted_iter(std::iter::empty::<(&str, u64)>())?;
+    /// assert_eq!(empty.first_key_value(), None);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn first_key_value(&self) -> Option<(Vec<u8>, V)> {
         self.iter().next()
     }
 
     /// The largest key and its value (found by ordinal, without a scan).
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let layer = FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2)])?;
+    /// assert_eq!(layer.last_key_value(), Some((b"b".to_vec(), 2)));
+    /// let empty = FrozenLayer::<u64>::from_sorted_iter(std::iter::empty::<(&str, u64)>())?;
+    /// assert_eq!(empty.last_key_value(), None);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn last_key_value(&self) -> Option<(Vec<u8>, V)> {
         let len = self.fst.len() as u64;
         len.checked_sub(1).and_then(|last| self.nth(last))
     }
 
     /// Number of keys.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_unsorted_iter([("b", 1u8), ("a", 2), ("b", 3)])?;
+    /// assert_eq!(layer.len(), 2);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     #[inline]
     pub fn len(&self) -> usize {
         self.fst.len()
     }
 
     /// Whether the layer has no keys.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let empty = FrozenLayer::<u8>::from_sorted_iter(std::iter::empty::<(&str, u8)>())?;
+    /// assert!(empty.is_empty());
+    /// assert!(!FrozenLayer::from_sorted_iter([("a", 1u8)])?.is_empty());
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.fst.is_empty()
@@ -432,6 +613,15 @@ impl<V: FrozenValue> FrozenLayer<V> {
 
     /// All entries in key order; see [`Iter`] for the allocating and the
     /// lending way to consume them.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_unsorted_iter([("b", 2u8), ("a", 1), ("c", 3)])?;
+    /// let entries: Vec<(Vec<u8>, u8)> = layer.iter().collect();
+    /// assert_eq!(entries, [(b"a".to_vec(), 1), (b"b".to_vec(), 2), (b"c".to_vec(), 3)]);
+    /// let backwards: Vec<u8> = layer.iter().rev().map(|(_, v)| v).collect();
+    /// assert_eq!(backwards, [3, 2, 1]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn iter(&self) -> Iter<'_, V> {
         self.walk(Bound::Unbounded, Bound::Unbounded)
     }
@@ -459,6 +649,20 @@ impl<V: FrozenValue> FrozenLayer<V> {
     }
 
     /// The entries whose keys start with `prefix`, in key order.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([
+    ///     ("usr/bin/cat", 1u32),
+    ///     ("usr/bin/ls", 2),
+    ///     ("usr/binaries", 3),
+    ///     ("var/log", 4),
+    /// ])?;
+    /// let keys: Vec<_> = layer.prefix("usr/bin/").map(|(key, _)| key).collect();
+    /// assert_eq!(keys, [b"usr/bin/cat".to_vec(), b"usr/bin/ls".to_vec()]);
+    /// assert_eq!(layer.prefix("usr/bin").count(), 3);
+    /// assert_eq!(layer.prefix("").count(), layer.len());
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Iter<'_, V> {
         let prefix = prefix.as_ref();
         match prefix_successor(prefix) {
@@ -501,6 +705,19 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// was built or loaded with [`from_bytes`](Self::from_bytes), 0 when it is
     /// memory-mapped (see [`mapped_bytes`](Self::mapped_bytes)). Exact: the
     /// layer allocates nothing else (its fixed-size struct is not counted).
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let layer = FrozenLayer::from_sorted_iter((0..1000u32).map(|i| (format!("{i:04}"), i)))?;
+    /// assert!(layer.memory_usage() >= layer.as_bytes().len());
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("numbers.memkv");
+    /// layer.save(&path)?;
+    /// assert_eq!(FrozenLayer::<u32>::open(&path)?.memory_usage(), 0); // mapped instead
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn memory_usage(&self) -> usize {
         match &self.fst.as_inner().storage {
             Storage::Heap(bytes) => bytes.capacity(),
@@ -511,6 +728,20 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// Bytes of the file mapping when the layer was [`open`](Self::open)ed,
     /// else 0. These are page cache, not heap: the OS can drop and re-read
     /// them.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let layer = FrozenLayer::from_sorted_iter((0..1000u32).map(|i| (format!("{i:04}"), i)))?;
+    /// assert_eq!(layer.mapped_bytes(), 0); // built on the heap
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("numbers.memkv");
+    /// layer.save(&path)?;
+    /// let opened = FrozenLayer::<u32>::open(&path)?;
+    /// assert_eq!(opened.mapped_bytes(), layer.as_bytes().len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn mapped_bytes(&self) -> usize {
         match &self.fst.as_inner().storage {
             Storage::Heap(_) => 0,

@@ -149,11 +149,32 @@ where
     }
 
     /// The value, inserting `default` if the key is absent.
+    ///
+    /// The value comes back as a copy, not a reference: change a stored
+    /// value with [`and_modify`](Self::and_modify) or an
+    /// [`OccupiedEntry`].
+    ///
+    /// ```
+    /// let map = memkv::HybridMap::<u32>::new();
+    /// assert_eq!(map.entry("a").or_insert(1), 1);
+    /// assert_eq!(map.entry("a").or_insert(2), 1); // present: left as it was
+    /// assert_eq!(map.get("a"), Some(1));
+    /// ```
     pub fn or_insert(self, default: V) -> V {
         self.or_insert_with(|| default)
     }
 
     /// The value, inserting `make()` if the key is absent.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<Vec<u8>> = [("a", b"old".to_vec())].into_iter().collect();
+    /// let mut calls = 0;
+    /// for key in ["a", "b"] {
+    ///     map.entry(key).or_insert_with(|| { calls += 1; b"new".to_vec() });
+    /// }
+    /// assert_eq!(calls, 1); // only for the absent key
+    /// assert_eq!(map.get("b"), Some(b"new".to_vec()));
+    /// ```
     pub fn or_insert_with(self, make: impl FnOnce() -> V) -> V {
         self.or_insert_with_key(|_| make())
     }
@@ -175,6 +196,13 @@ where
     }
 
     /// The value, inserting `V::default()` if the key is absent.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u64> = [("a", 7)].into_iter().collect();
+    /// assert_eq!(map.entry("a").or_default(), 7);
+    /// assert_eq!(map.entry("b").or_default(), 0);
+    /// assert_eq!(map.len(), 2);
+    /// ```
     pub fn or_default(self) -> V
     where
         V: Default,
@@ -184,6 +212,16 @@ where
 
     /// Changes the value of a present key with `f` (a write, under the
     /// entry's lock); leaves an absent one alone.
+    ///
+    /// ```
+    /// let map = memkv::HybridMap::<u32>::new();
+    /// map.entry("a").and_modify(|n| *n += 1);
+    /// assert_eq!(map.get("a"), None); // absent: nothing written
+    /// for _ in 0..3 {
+    ///     map.entry("a").and_modify(|n| *n += 1).or_insert(1);
+    /// }
+    /// assert_eq!(map.get("a"), Some(3));
+    /// ```
     pub fn and_modify(self, f: impl FnOnce(&mut V)) -> Self {
         match self {
             Entry::Occupied(mut entry) => {
@@ -199,6 +237,12 @@ where
     }
 
     /// The key, as given to [`HybridMap::entry`].
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u8> = [("a", 1)].into_iter().collect();
+    /// assert_eq!(map.entry("a").key(), &"a"); // occupied
+    /// assert_eq!(map.entry(b"b".to_vec()).key(), b"b"); // vacant
+    /// ```
     pub fn key(&self) -> &K {
         match self {
             Entry::Occupied(entry) => entry.key(),
@@ -213,16 +257,43 @@ where
     V: FrozenValue + Clone + Send + Sync + 'static,
 {
     /// The key, as given to [`HybridMap::entry`].
+    ///
+    /// ```
+    /// use memkv::hybrid::Entry;
+    ///
+    /// let map = memkv::HybridMap::<u8>::new();
+    /// let Entry::Vacant(entry) = map.entry("a") else { unreachable!() };
+    /// assert_eq!(entry.key(), &"a");
+    /// ```
     pub fn key(&self) -> &K {
         &self.key
     }
 
     /// The key, and the lock released without a write.
+    ///
+    /// ```
+    /// use memkv::hybrid::Entry;
+    ///
+    /// let map = memkv::HybridMap::<u8>::new();
+    /// let Entry::Vacant(entry) = map.entry(String::from("a")) else { unreachable!() };
+    /// assert_eq!(entry.into_key(), "a");
+    /// assert!(map.is_empty()); // nothing was written, and the map is unlocked
+    /// ```
     pub fn into_key(self) -> K {
         self.key
     }
 
     /// Inserts `value` for the key; returns a copy of it.
+    ///
+    /// ```
+    /// use memkv::hybrid::Entry;
+    ///
+    /// let map = memkv::HybridMap::<u8>::new();
+    /// if let Entry::Vacant(entry) = map.entry("a") {
+    ///     assert_eq!(entry.insert(1), 1);
+    /// }
+    /// assert_eq!(map.get("a"), Some(1));
+    /// ```
     pub fn insert(mut self, value: V) -> V {
         let copy = value.clone();
         self.held.write(self.key.as_ref(), value, true);
@@ -236,16 +307,47 @@ where
     V: FrozenValue + Clone + Send + Sync + 'static,
 {
     /// The key, as given to [`HybridMap::entry`].
+    ///
+    /// ```
+    /// use memkv::hybrid::Entry;
+    ///
+    /// let map: memkv::HybridMap<u8> = [("a", 1)].into_iter().collect();
+    /// let Entry::Occupied(entry) = map.entry("a") else { unreachable!() };
+    /// assert_eq!(entry.key(), &"a");
+    /// ```
     pub fn key(&self) -> &K {
         &self.key
     }
 
     /// The key's value.
+    ///
+    /// This is the entry's copy of the value (cloned from the delta or
+    /// decoded from the base), not a reference into the map.
+    ///
+    /// ```
+    /// use memkv::hybrid::Entry;
+    ///
+    /// let map: memkv::HybridMap<u8> = [("a", 1)].into_iter().collect();
+    /// map.freeze()?;
+    /// let Entry::Occupied(entry) = map.entry("a") else { unreachable!() };
+    /// assert_eq!(entry.get(), &1);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn get(&self) -> &V {
         &self.value
     }
 
     /// The key's value, and the lock released.
+    ///
+    /// ```
+    /// use memkv::hybrid::Entry;
+    ///
+    /// let map: memkv::HybridMap<u8> = [("a", 1)].into_iter().collect();
+    /// let Entry::Occupied(entry) = map.entry("a") else { unreachable!() };
+    /// assert_eq!(entry.into_value(), 1);
+    /// map.insert("b", 2); // the entry's lock is released
+    /// assert_eq!(map.len(), 2);
+    /// ```
     pub fn into_value(self) -> V {
         self.value
     }
@@ -267,11 +369,33 @@ where
     }
 
     /// Removes the key; returns its value.
+    ///
+    /// ```
+    /// use memkv::hybrid::Entry;
+    ///
+    /// let map: memkv::HybridMap<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// map.freeze()?;
+    /// if let Entry::Occupied(entry) = map.entry("a") {
+    ///     assert_eq!(entry.remove(), 1); // a tombstone over the base
+    /// }
+    /// assert_eq!((map.get("a"), map.len()), (None, 1));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn remove(self) -> V {
         self.remove_entry().1
     }
 
     /// Removes the key; returns it (as given) and its value.
+    ///
+    /// ```
+    /// use memkv::hybrid::Entry;
+    ///
+    /// let map: memkv::HybridMap<u8> = [("a", 1)].into_iter().collect();
+    /// if let Entry::Occupied(entry) = map.entry(b"a".to_vec()) {
+    ///     assert_eq!(entry.remove_entry(), (b"a".to_vec(), 1));
+    /// }
+    /// assert!(map.is_empty());
+    /// ```
     pub fn remove_entry(mut self) -> (K, V) {
         self.held.remove(self.key.as_ref());
         (self.key, self.value)

@@ -207,11 +207,11 @@
 //! let keys: Vec<Vec<u8>> = map.prefix("usr/").map(|(key, _)| key).collect();
 //! assert_eq!(keys, [b"usr/bin/cat".to_vec(), b"usr/bin/env".to_vec()]);
 //!
-//! let dir = tempfile::tempdir().unwrap();
+//! let dir = tempfile::tempdir()?;
 //! map.save(dir.path().join("paths.memkv"))?;
 //! let reopened = HybridMap::<u64>::open(dir.path().join("paths.memkv"))?;
 //! assert_eq!(reopened.len(), 2);
-//! # Ok::<(), memkv::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod base;
@@ -574,11 +574,30 @@ where
 {
     /// An empty map with the default [`HybridConfig`]. Allocates nothing
     /// much and starts no thread until it needs to merge.
+    ///
+    /// ```
+    /// use memkv::{HybridConfig, HybridMap};
+    ///
+    /// let map: HybridMap<u64> = HybridMap::new();
+    /// assert!(map.is_empty());
+    /// assert_eq!(map.config(), &HybridConfig::default());
+    /// ```
     pub fn new() -> Self {
         Self::with_config(HybridConfig::new())
     }
 
     /// An empty map with the given merge policy.
+    ///
+    /// ```
+    /// use memkv::{HybridConfig, HybridMap};
+    ///
+    /// let map = HybridMap::with_config(HybridConfig::new().manual());
+    /// for i in 0..10_000u64 {
+    ///     map.insert(format!("{i:05}"), i);
+    /// }
+    /// assert_eq!(map.stats().merges, 0); // the manual policy waits for `freeze`
+    /// assert_eq!(map.config(), &HybridConfig::new().manual());
+    /// ```
     pub fn with_config(config: HybridConfig) -> Self {
         let empty = FrozenLayerBuilder::memory()
             .into_layer()
@@ -630,11 +649,36 @@ where
     ///
     /// The base then lives in the page cache, not on the heap, until the
     /// first merge builds a new one in memory.
+    ///
+    /// ```
+    /// use memkv::{FrozenLayer, HybridMap};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("paths.memkv");
+    /// FrozenLayer::from_sorted_iter([("etc/hosts", 1u32), ("usr/bin/ls", 2)])?.save(&path)?;
+    /// let map = HybridMap::<u32>::open(&path)?;
+    /// assert_eq!((map.len(), map.get("usr/bin/ls")), (2, Some(2)));
+    /// assert!(map.stats().base_mapped);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with_config(path, HybridConfig::new())
     }
 
     /// [`open`](Self::open) with the given merge policy.
+    ///
+    /// ```
+    /// use memkv::{HybridConfig, HybridMap};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("paths.memkv");
+    /// HybridMap::<u32>::from_iter([("usr/bin/ls", 1)]).save(&path)?;
+    /// let config = HybridConfig::new().manual();
+    /// let map = HybridMap::<u32>::open_with_config(&path, config.clone())?;
+    /// assert_eq!(map.config(), &config);
+    /// assert_eq!(map.get("usr/bin/ls"), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open_with_config(path: impl AsRef<Path>, config: HybridConfig) -> Result<Self> {
         Ok(Self::from_frozen(FrozenLayer::open(path)?, config))
     }
@@ -645,6 +689,19 @@ where
     /// Writes that other threads make while `save` runs may or may not be
     /// in the file.
     ///
+    /// ```
+    /// use memkv::HybridMap;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("paths.memkv");
+    /// let map = HybridMap::new();
+    /// map.insert("usr/bin/ls", 1u32);
+    /// map.save(&path)?; // merges first: no `freeze` needed
+    /// assert_eq!(map.stats().delta_entries, 0);
+    /// assert_eq!(HybridMap::<u32>::open(&path)?.get("usr/bin/ls"), Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Panics
     /// As [`freeze`](Self::freeze).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
@@ -654,12 +711,31 @@ where
     }
 
     /// The number of keys.
+    ///
+    /// ```
+    /// let map = memkv::HybridMap::new();
+    /// map.insert("a", 1u8);
+    /// map.freeze()?;
+    /// map.insert("a", 2); // an update of a key in the base: not a new key
+    /// map.insert("b", 3);
+    /// assert_eq!(map.len(), 2);
+    /// map.remove("a"); // a tombstone over the base
+    /// assert_eq!(map.len(), 1);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     #[inline]
     pub fn len(&self) -> usize {
         self.inner.len.load(Ordering::Acquire)
     }
 
     /// Whether the map has no keys.
+    ///
+    /// ```
+    /// let map = memkv::HybridMap::new();
+    /// assert!(map.is_empty());
+    /// map.insert("a", 1u8);
+    /// assert!(!map.is_empty());
+    /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -724,6 +800,15 @@ where
     }
 
     /// Whether `key` is in the map (does not decode or clone its value).
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u8> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// map.freeze()?;
+    /// map.remove("a");
+    /// assert!(!map.contains_key("a"));
+    /// assert!(map.contains_key(b"b"));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     #[inline]
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> bool {
         let key = key.as_ref();
@@ -967,6 +1052,14 @@ where
     }
 
     /// The first entry in key order.
+    ///
+    /// ```
+    /// let map = memkv::HybridMap::new();
+    /// assert_eq!(map.first_key_value(), None);
+    /// map.insert("b", 2u8);
+    /// map.insert("a", 1);
+    /// assert_eq!(map.first_key_value(), Some((b"a".to_vec(), 1)));
+    /// ```
     pub fn first_key_value(&self) -> Option<(Vec<u8>, V)> {
         self.edge(Edge::First)
     }
@@ -1177,6 +1270,22 @@ where
     /// Asks for a merge on a background thread (started if none is running,
     /// even when the policy merges inline) and returns at once. Failures
     /// show in [`stats`](Self::stats).
+    ///
+    /// [`freeze`](Self::freeze) waits for a merge that is running, so it
+    /// serves to wait for this one:
+    ///
+    /// ```
+    /// let map = memkv::HybridConfig::new().manual().build::<u64>();
+    /// for i in 0..1000u64 {
+    ///     map.insert(format!("k{i:04}"), i);
+    /// }
+    /// map.merge_in_background(); // returns at once
+    /// map.freeze()?; // waits for it, then merges what is left: nothing
+    /// let stats = map.stats();
+    /// assert_eq!((stats.merges, stats.base_keys, stats.delta_entries), (1, 1000, 0));
+    /// assert_eq!(map.get("k0042"), Some(42));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn merge_in_background(&self) {
         let inner = &self.inner;
         let started = inner.mailbox.request(|| {
@@ -1270,6 +1379,19 @@ where
     /// a merge runs, the bytes written so far of the base it builds (the
     /// builder's buffer may hold up to twice that). Layers that a live
     /// [`Iter`] keeps after a merge replaced them are not counted.
+    ///
+    /// ```
+    /// let map = memkv::HybridConfig::new().manual().build::<u64>();
+    /// let empty = map.memory_usage();
+    /// for i in 0..10_000u64 {
+    ///     map.insert(format!("usr/share/doc/{i:05}"), i);
+    /// }
+    /// let in_delta = map.memory_usage();
+    /// assert!(in_delta > empty);
+    /// map.freeze()?;
+    /// assert!(map.memory_usage() < in_delta / 2); // the frozen base is much smaller
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn memory_usage(&self) -> usize {
         let fresh_bytes = self.inner.read_fresh().memory_usage();
         let layers = self.inner.layers.load();
@@ -1280,6 +1402,14 @@ where
     }
 
     /// The policy this map merges by.
+    ///
+    /// ```
+    /// use memkv::HybridConfig;
+    ///
+    /// let config = HybridConfig::new().part_keys(1 << 16);
+    /// let map = config.clone().build::<u64>();
+    /// assert_eq!(map.config(), &config);
+    /// ```
     pub fn config(&self) -> &HybridConfig {
         &self.inner.config
     }

@@ -51,6 +51,15 @@ impl HybridConfig {
     pub const DEFAULT_PART_KEYS: usize = 1 << 20;
 
     /// The default policy.
+    ///
+    /// ```
+    /// use memkv::HybridConfig;
+    ///
+    /// let config = HybridConfig::new();
+    /// assert_eq!(config, HybridConfig::default());
+    /// let shown = format!("{config:?}"); // the settings have no getters
+    /// assert!(shown.contains("key_ratio: 0.06") && shown.contains("background: true"));
+    /// ```
     pub fn new() -> Self {
         HybridConfig {
             key_ratio: Self::DEFAULT_KEY_RATIO,
@@ -67,6 +76,21 @@ impl HybridConfig {
     ///
     /// # Panics
     /// If `ratio` is negative or NaN.
+    ///
+    /// ```
+    /// use memkv::{FrozenLayer, HybridConfig, HybridMap};
+    ///
+    /// let base = FrozenLayer::from_sorted_iter((0..100u64).map(|i| (format!("{i:03}"), i)))?;
+    /// let config = HybridConfig::new().key_ratio(0.1).min_delta_keys(1).background(false);
+    /// let map = HybridMap::from_frozen(base, config);
+    /// for i in 100..110u64 {
+    ///     map.insert(format!("{i:03}"), i);
+    /// }
+    /// assert_eq!(map.stats().merges, 0); // 10 entries: not more than 0.1 × 100 keys
+    /// map.insert("110", 110);
+    /// assert_eq!(map.stats().merges, 1);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn key_ratio(mut self, ratio: f64) -> Self {
         assert!(ratio >= 0.0, "key_ratio must be at least 0, not {ratio}");
         self.key_ratio = ratio;
@@ -78,6 +102,20 @@ impl HybridConfig {
     ///
     /// # Panics
     /// If `ratio` is negative or NaN.
+    ///
+    /// ```
+    /// use memkv::{FrozenLayer, HybridConfig, HybridMap};
+    ///
+    /// let base = FrozenLayer::from_sorted_iter((0..10_000u64).map(|i| (format!("{i:05}"), i)))?;
+    /// let config = HybridConfig::new().manual().byte_ratio(0.5).min_delta_keys(1);
+    /// let map = HybridMap::from_frozen(base, config.background(false));
+    /// for i in 0..1000u64 {
+    ///     map.insert(format!("new/{i:04}"), i);
+    /// }
+    /// let stats = map.stats(); // merged each time the delta outgrew half the base
+    /// assert!(stats.merges > 0 && stats.delta_bytes <= stats.base_bytes / 2);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn byte_ratio(mut self, ratio: f64) -> Self {
         assert!(ratio >= 0.0, "byte_ratio must be at least 0, not {ratio}");
         self.byte_ratio = ratio;
@@ -86,6 +124,18 @@ impl HybridConfig {
 
     /// Merge when the fresh delta's heap bytes exceed `bytes`, whatever the
     /// base's size. `usize::MAX` turns this trigger off.
+    ///
+    /// ```
+    /// use memkv::{HybridConfig, HybridMap};
+    ///
+    /// let config = HybridConfig::new().key_ratio(f64::INFINITY).byte_budget(64 << 10);
+    /// let map: HybridMap<u64> = config.background(false).build();
+    /// for i in 0..5000u64 {
+    ///     map.insert(format!("{i:05}"), i);
+    ///     assert!(map.stats().delta_bytes <= 64 << 10);
+    /// }
+    /// assert!(map.stats().merges > 0);
+    /// ```
     pub fn byte_budget(mut self, bytes: usize) -> Self {
         self.byte_budget = bytes;
         self
@@ -94,6 +144,18 @@ impl HybridConfig {
     /// The ratio triggers wait for at least `keys` entries in the fresh
     /// delta, so that a small or empty base is not rebuilt for every few
     /// writes.
+    ///
+    /// ```
+    /// use memkv::{HybridConfig, HybridMap};
+    ///
+    /// let map: HybridMap<u64> = HybridConfig::new().min_delta_keys(10).background(false).build();
+    /// for i in 0..9u64 {
+    ///     map.insert(i.to_string(), i);
+    /// }
+    /// assert_eq!(map.stats().merges, 0); // over an empty base, yet under 10 entries
+    /// map.insert("9", 9);
+    /// assert_eq!((map.stats().merges, map.stats().base_keys), (1, 10));
+    /// ```
     pub fn min_delta_keys(mut self, keys: usize) -> Self {
         self.min_delta_keys = keys;
         self
@@ -103,6 +165,17 @@ impl HybridConfig {
     /// (the default) or inline, in the writing thread, right after the write
     /// that triggered them. Either way
     /// [`freeze`](super::HybridMap::freeze) runs in its caller's thread.
+    ///
+    /// ```
+    /// use memkv::{HybridConfig, HybridMap};
+    ///
+    /// let map: HybridMap<u64> = HybridConfig::new().min_delta_keys(100).background(false).build();
+    /// for i in 0..100u64 {
+    ///     map.insert(format!("{i:03}"), i);
+    /// }
+    /// // The 100th write merged before it returned.
+    /// assert_eq!((map.stats().merges, map.stats().base_keys), (1, 100));
+    /// ```
     pub fn background(mut self, background: bool) -> Self {
         self.background = background;
         self
@@ -117,14 +190,37 @@ impl HybridConfig {
     ///
     /// # Panics
     /// If `keys` is 0.
+    ///
+    /// ```
+    /// let map = memkv::HybridConfig::new().manual().part_keys(100).build::<u64>();
+    /// for i in 0..1000u64 {
+    ///     map.insert(format!("{i:04}"), i);
+    /// }
+    /// map.freeze()?;
+    /// assert_eq!(map.stats().base_parts, 10);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn part_keys(mut self, keys: usize) -> Self {
         assert!(keys > 0, "part_keys must be at least 1");
         self.part_keys = keys;
         self
     }
 
-    /// No automatic merges at all: only [`freeze`](super::HybridMap::freeze)
-    /// and [`save`](super::HybridMap::save) merge.
+    /// No automatic merges at all: only the calls that ask for one merge,
+    /// [`freeze`](super::HybridMap::freeze),
+    /// [`merge_in_background`](super::HybridMap::merge_in_background) and
+    /// [`save`](super::HybridMap::save).
+    ///
+    /// ```
+    /// let map = memkv::HybridConfig::new().manual().build::<u64>();
+    /// for i in 0..10_000u64 {
+    ///     map.insert(format!("{i:05}"), i);
+    /// }
+    /// assert_eq!(map.stats().merges, 0);
+    /// map.freeze()?;
+    /// assert_eq!((map.stats().merges, map.stats().base_keys), (1, 10_000));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
     pub fn manual(self) -> Self {
         self.key_ratio(f64::INFINITY)
             .byte_ratio(f64::INFINITY)
@@ -132,6 +228,15 @@ impl HybridConfig {
     }
 
     /// An empty map with this policy.
+    ///
+    /// ```
+    /// use memkv::{HybridConfig, HybridMap};
+    ///
+    /// let config = HybridConfig::new().key_ratio(0.1);
+    /// let map: HybridMap<Vec<u8>> = config.clone().build();
+    /// assert!(map.is_empty());
+    /// assert_eq!(map.config(), &config);
+    /// ```
     pub fn build<V>(self) -> super::HybridMap<V>
     where
         V: crate::FrozenValue + Clone + Send + Sync + 'static,
@@ -139,9 +244,6 @@ impl HybridConfig {
         super::HybridMap::with_config(self)
     }
 
-    /// Whether a fresh delta of `entries` entries and `bytes` heap bytes
-    /// over a base of `base_keys` keys and `base_bytes` bytes should be
-    /// merged.
     /// About how many entries a fresh delta over a base of `base_keys` keys
     /// will take before the key policy merges it, plus a quarter for the
     /// writes that arrive while that merge runs: what its key filter is
@@ -158,6 +260,9 @@ impl HybridConfig {
         keys.saturating_add(keys / 4).min(1 << 22)
     }
 
+    /// Whether a fresh delta of `entries` entries and `bytes` heap bytes
+    /// over a base of `base_keys` keys and `base_bytes` bytes should be
+    /// merged.
     #[inline]
     pub(crate) fn wants_merge(
         &self,
