@@ -31,9 +31,12 @@
 //! // Ordered iteration, ranges and prefixes. Keys are assembled as the tree
 //! // is walked: `next_entry` lends each one without allocating.
 //! let mut bin = map.prefix("usr/bin/");
+//! let mut total = 0;
 //! while let Some((key, value)) = bin.next_entry() {
-//!     println!("{} -> {value}", String::from_utf8_lossy(key));
+//!     assert!(key.starts_with(b"usr/bin/"));
+//!     total += value;
 //! }
+//! assert_eq!(total, 3);
 //! assert_eq!(map.range("etc/".."usr/").count(), 1);
 //! ```
 //!
@@ -49,11 +52,11 @@
 //! assert_eq!(layer.get("b"), Some(2));
 //! assert_eq!(layer.rank("c"), Some(2));
 //!
-//! let dir = tempfile::tempdir().unwrap();
+//! let dir = tempfile::tempdir()?;
 //! layer.save(dir.path().join("keys.memkv"))?;
 //! let mapped = FrozenLayer::<u64>::open(dir.path().join("keys.memkv"))?;
 //! assert_eq!(mapped.get("a"), Some(1));
-//! # Ok::<(), memkv::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # HybridMap
