@@ -78,3 +78,38 @@ fn debian_paths_sample() {
         assert_eq!(mapped.get(path), Some(line as u64));
     }
 }
+
+/// A clone answers on its own, after the layer it came from is gone: a heap
+/// layer's clone owns a copy, a mapped layer's clone shares the mapping.
+#[test]
+fn clones_outlive_their_originals() {
+    let paths = sample_paths();
+    let paths = &paths[..20_000];
+    let layer = FrozenLayer::from_unsorted_iter(paths.iter().map(|p| (p, p.clone()))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("paths.memkv");
+    layer.save(&file).unwrap();
+    let on_heap = layer.clone();
+    assert_eq!(on_heap.as_bytes(), layer.as_bytes());
+    assert_eq!(on_heap.mapped_bytes(), 0);
+    drop(layer);
+
+    let mapped = FrozenLayer::<Vec<u8>>::open(&file).unwrap();
+    let shared = mapped.clone();
+    assert_eq!(shared.as_bytes().as_ptr(), mapped.as_bytes().as_ptr());
+    drop(mapped);
+
+    for clone in [&on_heap, &shared] {
+        assert_eq!(clone.len(), paths.len());
+        for path in paths {
+            assert_eq!(clone.get(path).as_ref(), Some(path));
+        }
+        let mut keys = clone.iter();
+        let mut last: Option<Vec<u8>> = None;
+        while let Some((key, value)) = keys.next_entry() {
+            assert_eq!(key, value.as_slice());
+            assert!(last.as_deref() < Some(key));
+            last = Some(key.to_vec());
+        }
+    }
+}

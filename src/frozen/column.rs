@@ -100,7 +100,7 @@ pub trait ValueColumn: sealed::Sealed {
     /// layer's storage). `Send + Sync` so that a `FrozenLayer<V>` of any
     /// value type can be shared between threads (as `HybridMap` does).
     #[doc(hidden)]
-    type Reader: fmt::Debug + Send + Sync;
+    type Reader: Clone + fmt::Debug + Send + Sync;
 
     /// Appends the value of the next key.
     #[doc(hidden)]
@@ -180,7 +180,7 @@ pub struct BytesBuilder {
 }
 
 /// A stored [`BytesColumn`]: where its offsets and blob start.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct BytesReader {
     ends: PackedReader,
     /// Byte range of the packed offsets within the column section.

@@ -36,6 +36,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
@@ -239,9 +240,12 @@ fn check_fst_root(fst: &[u8]) -> Result<()> {
 }
 
 /// The bytes of a layer: owned on the heap, or a read-only file mapping.
+/// A clone copies heap bytes (as cloning any owned map does) and shares a
+/// mapping, which is read-only.
+#[derive(Clone)]
 pub(crate) enum Storage {
     Heap(Vec<u8>),
-    Mapped(Mmap),
+    Mapped(Arc<Mmap>),
 }
 
 impl Storage {
@@ -269,12 +273,13 @@ impl Storage {
             context: format!("memory-mapping frozen layer {}", path.display()),
             source,
         })?;
-        Ok(Storage::Mapped(map))
+        Ok(Storage::Mapped(Arc::new(map)))
     }
 }
 
 /// The fst's bytes: a range of the layer's storage. The fst crate reads
 /// through `AsRef<[u8]>`, so lookups on a mapped layer read the map directly.
+#[derive(Clone)]
 pub(crate) struct FstBytes {
     pub(crate) storage: Storage,
     pub(crate) range: Range<usize>,

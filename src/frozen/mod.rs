@@ -787,6 +787,56 @@ impl<V: FrozenValue> fmt::Debug for FrozenLayer<V> {
     }
 }
 
+/// An empty layer.
+///
+/// ```
+/// let layer: memkv::FrozenLayer<u64> = Default::default();
+/// assert!(layer.is_empty());
+/// assert_eq!(layer.iter().count(), 0);
+/// assert_eq!(layer.get(""), None);
+/// ```
+impl<V: FrozenValue> Default for FrozenLayer<V> {
+    fn default() -> Self {
+        // An empty build into memory has no key to refuse and no writer to
+        // fail.
+        FrozenLayerBuilder::memory()
+            .into_layer()
+            .expect("an empty layer always builds")
+    }
+}
+
+/// A copy of the layer. A layer on the heap is copied byte for byte, as
+/// cloning any owned map is; a mapped layer shares its read-only mapping
+/// with the clone, so the clone costs no memory and both report the
+/// mapping in [`mapped_bytes`](FrozenLayer::mapped_bytes).
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("layer.memkv");
+/// let built = memkv::FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2)])?;
+/// let copy = built.clone();
+/// assert_eq!(copy.memory_usage(), built.memory_usage());
+/// built.save(&path)?;
+/// drop(built);
+/// assert_eq!(copy.get("b"), Some(2));
+///
+/// let mapped = memkv::FrozenLayer::<u64>::open(&path)?;
+/// let shared = mapped.clone();
+/// assert_eq!((shared.memory_usage(), shared.mapped_bytes()), (0, mapped.mapped_bytes()));
+/// assert_eq!(shared.iter().collect::<Vec<_>>(), mapped.iter().collect::<Vec<_>>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<V: FrozenValue> Clone for FrozenLayer<V> {
+    fn clone(&self) -> Self {
+        FrozenLayer {
+            fst: self.fst.clone(),
+            column: self.column.clone(),
+            column_range: self.column_range.clone(),
+            value: PhantomData,
+        }
+    }
+}
+
 impl<'a, V: FrozenValue> IntoIterator for &'a FrozenLayer<V> {
     type Item = (Vec<u8>, V);
     type IntoIter = Iter<'a, V>;
