@@ -1,7 +1,7 @@
 //! The command line.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Args, Parser};
 
@@ -79,6 +79,32 @@ pub(crate) struct Cli {
     /// Internal: the parent's protocol version, checked by the child.
     #[arg(long, hide = true)]
     pub(crate) protocol: Option<u32>,
+}
+
+impl Cli {
+    /// Checks before measuring that `--json` and `--chart` can be written
+    /// where they point (an existing directory, not a directory themselves),
+    /// so that a long run does not end in "cannot write".
+    pub(crate) fn check_outputs(&self) -> Result<(), String> {
+        for (flag, path) in [("--json", &self.json), ("--chart", &self.chart)] {
+            let Some(path) = path else { continue };
+            if path.is_dir() {
+                return Err(format!("{flag} {} is a directory", path.display()));
+            }
+            let dir = match path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            if !dir.is_dir() {
+                return Err(format!(
+                    "{flag} {}: directory {} does not exist",
+                    path.display(),
+                    dir.display()
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The dataset arguments, which the parent passes on to its children.
@@ -181,6 +207,37 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("memkv-bench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn output_paths_are_checked_before_a_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("out.json");
+        let inside = inside.to_str().unwrap();
+        assert_eq!(parse(&["--json", inside]).unwrap().check_outputs(), Ok(()));
+        assert_eq!(
+            parse(&["--chart", "here.svg"]).unwrap().check_outputs(),
+            Ok(())
+        );
+
+        let missing = dir.path().join("no/such/dir/out.svg");
+        let err = parse(&["--chart", missing.to_str().unwrap()])
+            .unwrap()
+            .check_outputs()
+            .unwrap_err();
+        assert!(
+            err.starts_with("--chart ") && err.contains("does not exist"),
+            "{err}"
+        );
+
+        let err = parse(&["--json", dir.path().to_str().unwrap()])
+            .unwrap()
+            .check_outputs()
+            .unwrap_err();
+        assert!(
+            err.starts_with("--json ") && err.ends_with("is a directory"),
+            "{err}"
+        );
     }
 
     #[test]

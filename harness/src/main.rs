@@ -32,6 +32,13 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    if cli.child.is_none()
+        && !cli.list
+        && let Err(msg) = cli.check_outputs()
+    {
+        eprintln!("error: {msg}");
+        return ExitCode::from(2);
+    }
     if cli.memtable {
         return match &cli.child {
             Some(name) => memtable::child_main(&cli, name),
