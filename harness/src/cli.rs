@@ -211,29 +211,19 @@ mod tests {
 
     #[test]
     fn output_paths_are_checked_before_a_run() {
+        let check = |args: &[&str]| parse(args).unwrap().check_outputs();
         let dir = tempfile::tempdir().unwrap();
         let inside = dir.path().join("out.json");
-        let inside = inside.to_str().unwrap();
-        assert_eq!(parse(&["--json", inside]).unwrap().check_outputs(), Ok(()));
-        assert_eq!(
-            parse(&["--chart", "here.svg"]).unwrap().check_outputs(),
-            Ok(())
-        );
+        assert_eq!(check(&["--json", inside.to_str().unwrap()]), Ok(()));
+        assert_eq!(check(&["--chart", "here.svg"]), Ok(()));
 
         let missing = dir.path().join("no/such/dir/out.svg");
-        let err = parse(&["--chart", missing.to_str().unwrap()])
-            .unwrap()
-            .check_outputs()
-            .unwrap_err();
+        let err = check(&["--chart", missing.to_str().unwrap()]).unwrap_err();
         assert!(
             err.starts_with("--chart ") && err.contains("does not exist"),
             "{err}"
         );
-
-        let err = parse(&["--json", dir.path().to_str().unwrap()])
-            .unwrap()
-            .check_outputs()
-            .unwrap_err();
+        let err = check(&["--json", dir.path().to_str().unwrap()]).unwrap_err();
         assert!(
             err.starts_with("--json ") && err.ends_with("is a directory"),
             "{err}"
