@@ -134,10 +134,7 @@ pub(crate) fn combine(runs: &[Record]) -> Record {
     };
     let mut out = first.clone();
     out.runs = runs.len() as u32;
-    let med = |get: fn(&Record) -> Option<f64>| {
-        let mut xs: Vec<f64> = runs.iter().filter_map(get).collect();
-        median(&mut xs)
-    };
+    let med = |get: fn(&Record) -> Option<f64>| median_of(runs, get);
     out.allocated_bytes = med(|r| r.allocated_bytes.map(|x| x as f64)).map(|x| x.round() as u64);
     out.rss_bytes = med(|r| r.rss_bytes.map(|x| x as f64)).map(|x| x.round() as i64);
     out.thread_allocated_bytes =
@@ -164,19 +161,38 @@ pub(crate) fn combine(runs: &[Record]) -> Record {
         .filter_map(|r| r.batched_build_mismatches)
         .max();
     out.scan_mismatches = runs.iter().filter_map(|r| r.scan_mismatches).max();
-    out.error = runs.iter().find_map(|r| r.error.clone());
-    out.failures = runs
-        .iter()
-        .find(|r| !r.failures.is_empty())
-        .map_or(Vec::new(), |r| r.failures.clone());
-    for r in runs {
-        for n in &r.notes {
-            if !out.notes.contains(n) {
-                out.notes.push(n.clone());
-            }
+    (out.error, out.failures, out.notes) =
+        combine_remarks(runs, |r| (&r.error, &r.failures, &r.notes));
+    out
+}
+
+/// The median of `get` over the runs that have a value for it.
+pub(crate) fn median_of<R>(runs: &[R], get: impl Fn(&R) -> Option<f64>) -> Option<f64> {
+    let mut xs: Vec<f64> = runs.iter().filter_map(get).collect();
+    median(&mut xs)
+}
+
+/// What the runs of one structure say beside their numbers, folded into one
+/// record's: the first error, the failures of the first run that has any
+/// (each run lists the same checks, so one run's list shows what failed),
+/// and every distinct note once, in the order the runs give them.
+pub(crate) fn combine_remarks<R>(
+    runs: &[R],
+    remarks: impl Fn(&R) -> (&Option<String>, &Vec<String>, &Vec<String>),
+) -> (Option<String>, Vec<String>, Vec<String>) {
+    let error = runs.iter().find_map(|r| remarks(r).0.clone());
+    let failures = (runs.iter())
+        .map(|r| remarks(r).1)
+        .find(|f| !f.is_empty())
+        .cloned()
+        .unwrap_or_default();
+    let mut notes: Vec<String> = Vec::new();
+    for n in runs.iter().flat_map(|r| remarks(r).2) {
+        if !notes.contains(n) {
+            notes.push(n.clone());
         }
     }
-    out
+    (error, failures, notes)
 }
 
 #[cfg(test)]
@@ -224,6 +240,28 @@ mod tests {
         assert_eq!(obj["keys"], 3);
         let back: Record = serde_json::from_value(v).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn combine_remarks_keeps_the_first_error_and_failures_and_each_note_once() {
+        let run = |err: Option<&str>, failures: &[&str], notes: &[&str]| Record {
+            error: err.map(String::from),
+            failures: failures.iter().map(|s| s.to_string()).collect(),
+            notes: notes.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let runs = [
+            run(None, &[], &["a"]),
+            run(Some("first"), &["x", "y"], &["b", "a"]),
+            run(Some("second"), &["z"], &["c", "b"]),
+        ];
+        let (error, failures, notes) =
+            combine_remarks(&runs, |r| (&r.error, &r.failures, &r.notes));
+        assert_eq!(error.as_deref(), Some("first"));
+        assert_eq!(failures, ["x", "y"]);
+        assert_eq!(notes, ["a", "b", "c"]);
+        assert_eq!(median_of(&runs, |_| None), None);
+        assert_eq!(median_of(&[1.0, 5.0, 2.0], |x| Some(*x)), Some(2.0));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::median;
+use crate::record::{combine_remarks, median_of};
 
 /// One memtable implementation measured with one insert order.
 ///
@@ -127,10 +127,7 @@ pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
     };
     let mut out = first.clone();
     out.runs = runs.len() as u32;
-    let med = |get: fn(&MemtableRecord) -> Option<f64>| {
-        let mut xs: Vec<f64> = runs.iter().filter_map(get).collect();
-        median(&mut xs)
-    };
+    let med = |get: fn(&MemtableRecord) -> Option<f64>| median_of(runs, get);
     out.load_ops_per_s = med(|r| r.load_ops_per_s);
     out.load_mib_per_s = med(|r| r.load_mib_per_s);
     out.batched_load_ops_per_s = med(|r| r.batched_load_ops_per_s);
@@ -170,18 +167,8 @@ pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
         out.concurrent_reads = worst.concurrent_reads;
         out.concurrent_correct_reads = worst.concurrent_correct_reads;
     }
-    out.error = runs.iter().find_map(|r| r.error.clone());
-    out.failures = runs
-        .iter()
-        .find(|r| !r.failures.is_empty())
-        .map_or(Vec::new(), |r| r.failures.clone());
-    for r in runs {
-        for n in &r.notes {
-            if !out.notes.contains(n) {
-                out.notes.push(n.clone());
-            }
-        }
-    }
+    (out.error, out.failures, out.notes) =
+        combine_remarks(runs, |r| (&r.error, &r.failures, &r.notes));
     out
 }
 
