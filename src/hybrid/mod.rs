@@ -145,14 +145,16 @@
 //!
 //! | | `HybridMap` (defaults) | `FastArt` |
 //! |---|--:|--:|
-//! | memory: mean / peak | 13.2 / **17.1** B/key | 35.7 / 35.7 B/key |
-//! | lookups | 287 k/s (0.74×) | 390 k/s |
-//! | writes, in the writing thread's time | 184 k/s (0.50×) | 367 k/s |
-//! | writes, the merge thread's CPU charged to them | 74 k/s (0.20×) | 367 k/s |
+//! | memory: mean / peak | 13.4 / **17.5** B/key | 35.6 / 35.8 B/key |
+//! | lookups | 420 k/s (0.69×) | 612 k/s |
+//! | writes, in the writing thread's time | 271 k/s (0.48×) | 566 k/s |
+//! | writes, the merge thread's CPU charged to them | 81 k/s (0.14×) | 566 k/s |
 //!
-//! Two other runs of the same: peaks of 17.8 and 19.1 B/key, lookups at
-//! 0.80× and 0.88×, writes at 0.55× and 0.61× (0.20× and 0.24× charged):
-//! this shared machine moves that much between runs.
+//! Two other runs of the same: peaks of 18.0 and 16.9 B/key, lookups at
+//! 0.67× and 0.68×, writes at 0.47× (0.14× and 0.17× charged): this shared
+//! machine moves that much between runs. (Lookups were 0.82–0.89× and
+//! writes 0.58–0.61× before `FastArt` learnt to compact itself as it
+//! grows: it got faster, `HybridMap` did not get slower.)
 //!
 //! The last row is the honest figure when every core is busy: rebuilding
 //! the base for every 6% of it written costs more than the writes
@@ -177,7 +179,7 @@
 //! write-heavy use, at the cost of memory.
 //!
 //! Lookups cost what a [`FrozenLayer::get`] costs (a walk of the fst, about
-//! 2–3 µs for these paths on this machine) plus a read lock, one hash of the
+//! 1.5–2.5 µs for these paths on this machine) plus a read lock, one hash of the
 //! key and one cache line of each delta's Bloom filter; only the keys a
 //! delta holds (and under 1% of the others) pay a descent in it.
 //!
