@@ -83,6 +83,33 @@ pub(super) fn get_one(data: &[u8], root: u64, key: &[u8]) -> Option<u64> {
     }
 }
 
+/// [`get_one`], calling `beside` each time the walk enters another cache
+/// line while `*going`, which turns `false` when `beside` returns `false`.
+pub(super) fn get_one_beside(
+    data: &[u8],
+    root: u64,
+    key: &[u8],
+    beside: &mut dyn FnMut() -> bool,
+    going: &mut bool,
+) -> Option<u64> {
+    let codes = common_codes();
+    let (mut addr, mut depth, mut output) = (root, 0, 0);
+    loop {
+        match step(data, codes, key, addr, depth, output) {
+            Step::Down(next, gathered) => {
+                if next / 64 != addr / 64 {
+                    let at = data.as_ptr().wrapping_add(next as usize);
+                    prefetch(at);
+                    prefetch(at.wrapping_sub(64));
+                    *going = *going && beside();
+                }
+                (addr, depth, output) = (next, depth + 1, gathered)
+            }
+            Step::Done(ordinal) => return ordinal,
+        }
+    }
+}
+
 /// Looks up every key of `keys` in the fst `data` whose root is at `root`,
 /// handing `found` each key's index and output (ordinal), in no particular
 /// order.

@@ -467,6 +467,22 @@ impl<V: FrozenValue> FrozenLayer<V> {
         Some(self.value_at(ordinal))
     }
 
+    /// [`get`](Self::get), with other work run beside it: whenever the walk
+    /// steps into another cache line (prefetched, and likely a wait for
+    /// memory), it calls `beside` once; after the walk it calls `beside`
+    /// until it returns `false`, and never again after that. A `HybridMap`
+    /// write walks its delta toward the key this way while it looks the
+    /// key's old value up here, so that the two walks' misses overlap.
+    pub(crate) fn get_beside(&self, key: &[u8], beside: &mut dyn FnMut() -> bool) -> Option<V> {
+        let root = self.fst.root().addr() as u64;
+        let mut going = true;
+        let ordinal = lookup::get_one_beside(self.fst.as_bytes(), root, key, beside, &mut going);
+        while going {
+            going = beside();
+        }
+        Some(self.value_at(ordinal?))
+    }
+
     /// The values of each of `keys`, in the order of `keys`: the same
     /// answers as calling [`get`](Self::get) for each, faster when there are
     /// many.
@@ -861,6 +877,38 @@ mod tests {
         assert_eq!(layer.iter().count(), 0);
         let reopened = FrozenLayer::<u64>::from_bytes(layer.as_bytes().to_vec()).unwrap();
         assert!(reopened.is_empty());
+    }
+
+    #[test]
+    fn get_beside_answers_as_get_and_runs_its_work_to_the_end() {
+        let layer = FrozenLayer::from_sorted_iter(
+            (0..5000u64).map(|i| (format!("usr/share/doc/{i:05}/copyright"), i)),
+        )
+        .unwrap();
+        for probe in [
+            "usr/share/doc/00000/copyright",
+            "usr/share/doc/04999/copyright",
+            "usr/share/doc/02500/copyrigh",
+            "usr/share/doc/02500/copyright/",
+            "",
+            "zzz",
+        ] {
+            for steps in [1, 2, 50] {
+                // `steps` calls of work: `true` until the last, then `false`.
+                let mut calls = 0;
+                let mut beside = || {
+                    calls += 1;
+                    assert!(calls <= steps, "called after it returned false");
+                    calls < steps
+                };
+                assert_eq!(
+                    layer.get_beside(probe.as_bytes(), &mut beside),
+                    layer.get(probe),
+                    "{probe}"
+                );
+                assert_eq!(calls, steps, "{probe}: the work not run to its end");
+            }
+        }
     }
 
     #[test]

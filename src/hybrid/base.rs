@@ -176,6 +176,11 @@ impl<V: FrozenValue> Base<V> {
         self.parts[self.part_of(key)].layer.get(key)
     }
 
+    /// [`get`](Self::get) with [`FrozenLayer::get_beside`].
+    pub(crate) fn get_beside(&self, key: &[u8], beside: &mut dyn FnMut() -> bool) -> Option<V> {
+        self.parts[self.part_of(key)].layer.get_beside(key, beside)
+    }
+
     /// The values of the keys at `indices` of `keys`, into `values` at the
     /// same indices: one batched lookup per part.
     pub(crate) fn get_many_into<K: AsRef<[u8]>>(

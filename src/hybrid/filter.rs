@@ -103,6 +103,14 @@ impl KeyFilter {
         self.added += 1;
     }
 
+    /// Asks the CPU to load the block that [`add`](Self::add) and
+    /// [`may_contain`](Self::may_contain) read for this hash.
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u64) {
+        let (block, _) = self.locate(hash);
+        crate::art::raw::prefetch(self.blocks[block].0.as_ptr().cast());
+    }
+
     /// `false` if no key with this hash was added; `true` if one may have
     /// been.
     #[inline]

@@ -174,6 +174,15 @@ impl<V> Delta<V> {
         self.tombstones.contains_key(key).then_some(None)
     }
 
+    /// A walk toward where [`put`](Self::put) will write `key` (its filter
+    /// block, then its path in the tree of values), one node per call, to
+    /// run beside the lookup of the key in the older layers; see
+    /// [`FastArt::path_toward`].
+    pub(crate) fn path_toward<'a>(&'a self, key: &'a [u8], hash: u64) -> impl FnMut() -> bool + 'a {
+        self.filter.prefetch(hash);
+        self.values.path_toward(key)
+    }
+
     /// Writes a value (`Some`) or a tombstone (`None`) for `key`; returns
     /// the entry it replaced.
     pub(crate) fn put(&mut self, key: &[u8], hash: u64, slot: Option<V>) -> Option<Option<V>> {
@@ -385,6 +394,26 @@ impl<V: FrozenValue> Layers<V> {
             }
         }
         self.base.get(key)
+    }
+
+    /// [`get`](Self::get), calling `beside` between the base lookup's steps
+    /// whenever that lookup waits for memory (see
+    /// [`FrozenLayer::get_beside`]).
+    pub(crate) fn get_beside(
+        &self,
+        key: &[u8],
+        hash: u64,
+        beside: &mut dyn FnMut() -> bool,
+    ) -> Option<V>
+    where
+        V: Clone,
+    {
+        for delta in &self.deltas {
+            if let Some(slot) = delta.lookup(key, hash) {
+                return slot.cloned();
+            }
+        }
+        self.base.get_beside(key, beside)
     }
 
     /// The values of the keys at `undecided` of `keys` (whose hashes are

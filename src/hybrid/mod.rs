@@ -55,9 +55,10 @@
 //!
 //! | operation | holds | may wait for |
 //! |---|---|---|
-//! | [`get`](HybridMap::get), [`contains_key`](HybridMap::contains_key) | the fresh delta's read lock during one lookup in it | a writer's single update of the fresh delta (a `FastArt` insert or remove: well under a microsecond, a few µs when the arena grows a chunk), a merge's seal (one swap), or the longer holders of the write lock below: a live [`Entry`], a `pop_first`/`pop_last`, a `retain` asking again |
+//! | [`get`](HybridMap::get), [`contains_key`](HybridMap::contains_key) | the fresh delta's read lock during one lookup in it | a writer's single update of the fresh delta (a `FastArt` insert or remove: well under a microsecond, a few µs when the arena grows a chunk), a merge's seal (one swap), or the longer holders of the write lock below: a live [`Entry`], a `pop_first`/`pop_last`, a `retain` asking again; and, when a writer waits for the write lock (the lock then blocks new readers), what that writer waits for |
 //! | [`get_many`](HybridMap::get_many) | the read lock while it looks the whole batch up in the fresh delta (mostly one filter probe per key) | as `get` |
-//! | [`insert`](HybridMap::insert), [`remove`](HybridMap::remove), each entry of [`extend`](HybridMap::extend) | the write lock during one `FastArt` update (and, when the fresh delta outgrows its filter's sizing — only if merges fall behind or never run — one rebuild of the filter from its keys: ~0.3 µs per key, 0.15 s at 500 k entries) | readers' lookups in the fresh delta, iterators' copies (below), other writers |
+//! | [`insert`](HybridMap::insert), [`remove`](HybridMap::remove) | the read lock while it looks the key's old value up below the fresh delta (an fst lookup, about 2 µs), walking the key's path in the fresh delta beside it; then the write lock during one `FastArt` update (and, when the fresh delta outgrows its filter's sizing — only if merges fall behind or never run — one rebuild of the filter from its keys: ~0.3 µs per key, 0.15 s at 500 k entries) | holders of the write lock, for the read lock; for the write lock, readers' lookups in the fresh delta, iterators' copies (below), other writers, and other writers' old-value lookups under the read lock |
+//! | each entry of [`extend`](HybridMap::extend) | the write lock during one `FastArt` update, as `insert` (the old values were looked up for the whole batch first, with no lock) | as `insert` |
 //! | [`iter`](HybridMap::iter), [`range`](HybridMap::range), [`prefix`](HybridMap::prefix) | the read lock while copying the fresh delta's entries in range | as `get` |
 //! | [`clone`](HybridMap::clone) | the read lock while copying the fresh delta (the frozen layers are shared) | as `get` |
 //! | [`first_key_value`](HybridMap::first_key_value), [`last_key_value`](HybridMap::last_key_value) | the read lock for one descent per layer, repeated past each tombstone at that end that no earlier search for that end stepped over (the map remembers how far those got, until a write crosses it) | as `get` |
@@ -71,7 +72,11 @@
 //! part, a few microseconds in the fst) happen after the lock is released.
 //! Writers look up a key's old value in the base, too, before taking the
 //! write lock (`pop_first`/`pop_last`, which must find their key first, do
-//! it under the lock). No lock is held while a merge builds.
+//! it under the lock). `insert` and `remove` hold the read lock meanwhile,
+//! to walk the key's path in the fresh delta beside the fst walk, so that
+//! the misses of the two overlap and the update finds its path cached
+//! (writes 14–17% faster in the mixed workload below). No lock is held
+//! while a merge builds.
 //!
 //! # Iterators
 //!
@@ -397,16 +402,25 @@ impl<V: FrozenValue> Inner<V> {
 
     /// Takes the fresh delta's write lock for a write to `key`, with the
     /// layers and the key's value in them (the sealed deltas and the base).
-    /// That value is looked up before the lock is taken, since the base's fst
-    /// walk is the costly part, and again under it only if a merge sealed the
-    /// fresh delta in between (its entries then moved down into the layers).
+    /// That value is looked up before the write lock is taken, since the
+    /// base's fst walk is the costly part, and again under it only if a
+    /// merge sealed the fresh delta in between (its entries then moved down
+    /// into the layers). Meanwhile, under the read lock, the key's path in
+    /// the fresh delta is walked beside the fst walk: the update that follows
+    /// finds it cached.
     fn lock_for_write(&self, key: &[u8]) -> WriteLock<'_, V>
     where
         V: Clone,
     {
         let hash = key_hash(key);
         let seen = self.layers.load();
-        let older = seen.get(key, hash);
+        // The write's path in the fresh delta is walked beside the base
+        // lookup, so that the misses of the two walks overlap.
+        let older = {
+            let fresh = self.read_fresh();
+            let mut toward = fresh.path_toward(key, hash);
+            seen.get_beside(key, hash, &mut toward)
+        };
         self.lock_for_write_seen(key, hash, &seen, older)
     }
 

@@ -373,6 +373,22 @@ impl<V> RawArt<V> {
         interleave(count, (self.root, 0), advance, found);
     }
 
+    /// Takes the lookup of `key` one node further from `at` (the root and
+    /// 0 bytes matched to begin with), prefetching the block it reaches, so
+    /// that a write of `key` that follows finds its path in the cache.
+    /// `false` once the lookup is over.
+    #[inline]
+    pub(crate) fn step_toward(&self, key: &[u8], at: &mut (u32, usize)) -> bool {
+        match self.lookup_step(key, at.0, at.1) {
+            Step::Down(child, below) => {
+                prefetch(self.ptr(child));
+                *at = (child, below);
+                true
+            }
+            Step::Done(_) => false,
+        }
+    }
+
     /// One step of a lookup of `key` at `r`, the first `depth` bytes of
     /// `key` matched on the way: the answer, or the child to go on at.
     #[inline(always)]
