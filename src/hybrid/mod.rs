@@ -75,7 +75,7 @@
 //! it under the lock). `insert` and `remove` hold the read lock meanwhile,
 //! to walk the key's path in the fresh delta beside the fst walk, so that
 //! the misses of the two overlap and the update finds its path cached
-//! (writes 14–17% faster in the mixed workload below). No lock is held
+//! (writes 14–17% faster in the mixed workload of the next section). No lock is held
 //! while a merge builds.
 //!
 //! # Iterators
@@ -150,16 +150,16 @@
 //!
 //! | | `HybridMap` (defaults) | `FastArt` |
 //! |---|--:|--:|
-//! | memory: mean / peak | 13.4 / **17.5** B/key | 35.6 / 35.8 B/key |
-//! | lookups | 420 k/s (0.69×) | 612 k/s |
-//! | writes, in the writing thread's time | 271 k/s (0.48×) | 566 k/s |
-//! | writes, the merge thread's CPU charged to them | 81 k/s (0.14×) | 566 k/s |
+//! | memory: mean / peak | 13.3 / **18.3** B/key | 35.6 / 35.8 B/key |
+//! | lookups | 380 k/s (0.69×) | 547 k/s |
+//! | writes, in the writing thread's time | 280 k/s (0.55×) | 508 k/s |
+//! | writes, the merge thread's CPU charged to them | 81 k/s (0.16×) | 508 k/s |
 //!
-//! Two other runs of the same: peaks of 18.0 and 16.9 B/key, lookups at
-//! 0.67× and 0.68×, writes at 0.47× (0.14× and 0.17× charged): this shared
-//! machine moves that much between runs. (Lookups were 0.82–0.89× and
-//! writes 0.58–0.61× before `FastArt` learnt to compact itself as it
-//! grows: it got faster, `HybridMap` did not get slower.)
+//! Two other runs of the same: peaks of 17.9 and 17.5 B/key, lookups at
+//! 0.62× and 0.67×, writes at 0.48× and 0.53× (0.17× and 0.15× charged):
+//! this shared machine moves that much between runs. (Lookups were
+//! 0.82–0.89× before `FastArt` learnt to compact itself as it grows: it
+//! got faster, `HybridMap` did not get slower.)
 //!
 //! The last row is the honest figure when every core is busy: rebuilding
 //! the base for every 6% of it written costs more than the writes
