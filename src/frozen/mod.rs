@@ -476,7 +476,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     pub(crate) fn get_beside(&self, key: &[u8], beside: &mut dyn FnMut() -> bool) -> Option<V> {
         let root = self.fst.root().addr() as u64;
         let mut going = true;
-        let ordinal = lookup::get_one_beside(self.fst.as_bytes(), root, key, beside, &mut going);
+        let ordinal =
+            lookup::get_one_beside(self.fst.as_bytes(), root, key, &mut *beside, &mut going);
         while going {
             going = beside();
         }
