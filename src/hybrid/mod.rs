@@ -63,8 +63,8 @@
 //! | [`clone`](HybridMap::clone) | the read lock while copying the fresh delta (the frozen layers are shared) | as `get` |
 //! | [`first_key_value`](HybridMap::first_key_value), [`last_key_value`](HybridMap::last_key_value) | the read lock for one descent per layer, repeated past each tombstone at that end that no earlier search for that end stepped over (the map remembers how far those got, until a write crosses it) | as `get` |
 //! | [`pop_first`](HybridMap::pop_first), [`pop_last`](HybridMap::pop_last) | the write lock while it finds the entry (as `first_key_value`, starting where the last pop from that end left off) and looks its key up below the fresh delta, then removes it | as `insert` |
-//! | [`entry`](HybridMap::entry) | the write lock from the call until the entry is dropped: as long as the caller keeps it | as `insert` |
-//! | [`retain`](HybridMap::retain) | the read lock for its snapshot (as `iter`), then the write lock for each entry rejected, while `keep` is asked again if another writer came since the snapshot, and the entry removed | as `iter`, then as `insert` |
+//! | [`entry`](HybridMap::entry) | the read lock while it looks the key's old value up, as `insert`; then the write lock until the entry is dropped: as long as the caller keeps it | as `insert` |
+//! | [`retain`](HybridMap::retain) | the read lock for its snapshot (as `iter`), then for each entry rejected the read lock for its old-value lookup, as `remove`, and the write lock while `keep` is asked again if another writer came since the snapshot, and the entry removed | as `iter`, then as `insert` |
 //! | [`freeze`](HybridMap::freeze), [`save`](HybridMap::save), [`clear`](HybridMap::clear) | the merge lock | a merge already running, to its end |
 //!
 //! Readers never wait for a merge: the base and the sealed deltas are
