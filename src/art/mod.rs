@@ -391,6 +391,13 @@ impl<V> FastArt<V> {
         }
     }
 
+    /// [`prefetch_paths`](Self::prefetch_paths) from [`WALK_TOWARD_ABOVE`] on.
+    pub(crate) fn prefetch_paths_toward<'k>(&self, count: usize, key: impl Fn(usize) -> &'k [u8]) {
+        if self.memory_usage() >= WALK_TOWARD_ABOVE {
+            self.raw.get_each(count, key, |_, _| {});
+        }
+    }
+
     /// A walk toward `key` to run beside other work: each call of the
     /// closure takes it one node down, prefetching the next (`false` once it
     /// is over, and from then on), so that an insert or removal of `key`

@@ -183,6 +183,12 @@ impl<V> Delta<V> {
         self.values.path_toward(key)
     }
 
+    /// Brings the paths of `keys` in the tree of values into the cache,
+    /// looking them up side by side, for the writes that follow.
+    pub(crate) fn prefetch_paths(&self, keys: &[&[u8]]) {
+        self.values.prefetch_paths_toward(keys.len(), |i| keys[i]);
+    }
+
     /// Writes a value (`Some`) or a tombstone (`None`) for `key`; returns
     /// the entry it replaced.
     pub(crate) fn put(&mut self, key: &[u8], hash: u64, slot: Option<V>) -> Option<Option<V>> {
