@@ -155,9 +155,9 @@
 //! | writes, in the writing thread's time | 280 k/s (0.55×) | 508 k/s |
 //! | writes, the merge thread's CPU charged to them | 81 k/s (0.16×) | 508 k/s |
 //!
-//! Two other runs of the same: peaks of 17.9 and 17.5 B/key, lookups at
-//! 0.62× and 0.67×, writes at 0.48× and 0.53× (0.17× and 0.15× charged):
-//! this shared machine moves that much between runs. (Lookups were
+//! Five other runs of the same: peaks of 17.5–18.4 B/key, lookups at
+//! 0.62–0.71×, writes at 0.48–0.56× (0.15–0.19× charged): this shared
+//! machine moves that much between runs. (Lookups were
 //! 0.82–0.89× before `FastArt` learnt to compact itself as it grows: it
 //! got faster, `HybridMap` did not get slower.)
 //!
