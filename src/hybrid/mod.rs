@@ -150,13 +150,13 @@
 //!
 //! | | `HybridMap` (defaults) | `FastArt` |
 //! |---|--:|--:|
-//! | memory: mean / peak | 13.3 / **18.3** B/key | 35.6 / 35.8 B/key |
-//! | lookups | 380 k/s (0.69×) | 547 k/s |
-//! | writes, in the writing thread's time | 280 k/s (0.55×) | 508 k/s |
-//! | writes, the merge thread's CPU charged to them | 81 k/s (0.16×) | 508 k/s |
+//! | memory: mean / peak | 13.3 / **18.1** B/key | 35.6 / 35.8 B/key |
+//! | lookups | 446 k/s (0.73×) | 612 k/s |
+//! | writes, in the writing thread's time | 310 k/s (0.55×) | 568 k/s |
+//! | writes, the merge thread's CPU charged to them | 103 k/s (0.18×) | 568 k/s |
 //!
-//! Five other runs of the same: peaks of 17.5–18.4 B/key, lookups at
-//! 0.62–0.71×, writes at 0.48–0.56× (0.15–0.19× charged): this shared
+//! Two other runs of the same code: peaks of 16.7–17.3 B/key, lookups at
+//! 0.70–0.75×, writes at 0.53–0.57× (0.16–0.19× charged): this shared
 //! machine moves that much between runs. (Lookups were
 //! 0.82–0.89× before `FastArt` learnt to compact itself as it grows: it
 //! got faster, `HybridMap` did not get slower.)
