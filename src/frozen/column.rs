@@ -125,6 +125,10 @@ pub trait ValueColumn: sealed::Sealed {
     /// The stored form of value `ordinal` (< count).
     #[doc(hidden)]
     fn get<'a>(reader: &Self::Reader, section: &'a [u8], ordinal: u64) -> Self::Encoded<'a>;
+
+    /// A hint to load where value `ordinal` is read from (any `ordinal`).
+    #[doc(hidden)]
+    fn prefetch(reader: &Self::Reader, section: &[u8], ordinal: u64);
 }
 
 /// The integer column: values as `u64`, bit-packed to the width of their
@@ -169,6 +173,11 @@ impl ValueColumn for IntColumn {
     #[inline]
     fn get(reader: &PackedReader, section: &[u8], ordinal: u64) -> u64 {
         reader.get(section, ordinal)
+    }
+
+    #[inline]
+    fn prefetch(reader: &PackedReader, section: &[u8], ordinal: u64) {
+        reader.prefetch(section, ordinal);
     }
 }
 
@@ -289,6 +298,12 @@ impl ValueColumn for BytesColumn {
             .zip(usize::try_from(end).ok())
             .and_then(|(start, end)| blob.get(start..end))
             .unwrap_or_default()
+    }
+
+    #[inline]
+    fn prefetch(reader: &BytesReader, section: &[u8], ordinal: u64) {
+        // The end offsets only: where the bytes are is known only from them.
+        reader.ends.prefetch(reader.ends(section), ordinal);
     }
 }
 

@@ -70,18 +70,31 @@ fn step(
 /// lookups ([`get_each`]) did not gain from it (946 k against 944 k/s):
 /// their other lanes already cover the wait.
 pub(super) fn get_one(data: &[u8], root: u64, key: &[u8]) -> Option<u64> {
-    get_one_beside(data, root, key, || false, &mut false)
+    get_one_beside(data, root, key, |_| {}, || false, &mut false)
 }
 
 /// [`get_one`], calling `beside` each time the walk enters another cache
 /// line while `*going`, which turns `false` when `beside` returns `false`.
 /// While it is going, the line entered is prefetched too, so that its miss
 /// runs during `beside`'s work.
+///
+/// Each time the walk enters another line it also calls `near` with the
+/// output gathered so far: the key's ordinal, if it is present, unless a
+/// later transition adds to it. Ordinals are added at branches, so once
+/// the walk is in the chain of a key's own suffix (its last few lines) the
+/// output is final, and a `near` that prefetches the value column at it
+/// (as `FrozenLayer::get` does) overlaps the column's miss with the rest
+/// of the walk instead of waiting for it after. On the full Debian paths,
+/// random order, `u64` values, two runs of 7 alternating rounds of 1 M
+/// lookups: medians 847 → 934 k and 893 → 1,035 k lookups/s (+10%, +16%),
+/// every round above the other setting's best; calling it also where the
+/// output grows within a line did no better (1,013 k).
 #[inline]
 pub(super) fn get_one_beside(
     data: &[u8],
     root: u64,
     key: &[u8],
+    mut near: impl FnMut(u64),
     mut beside: impl FnMut() -> bool,
     going: &mut bool,
 ) -> Option<u64> {
@@ -99,6 +112,9 @@ pub(super) fn get_one_beside(
                     // line after the one below is next but one.
                     prefetch(at.wrapping_sub(64));
                     prefetch(at.wrapping_sub(128));
+                    // Past the last branch the output seldom grows: let
+                    // the caller fetch what it will read at that ordinal.
+                    near(gathered);
                     if *going {
                         prefetch(at);
                         *going = beside();

@@ -463,7 +463,17 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     #[inline]
     pub fn get(&self, key: impl AsRef<[u8]>) -> Option<V> {
-        let ordinal = self.rank(key)?;
+        let root = self.fst.root().addr() as u64;
+        let column = &self.fst.as_inner().storage.bytes()[self.column_range.clone()];
+        let near = |ordinal| V::Column::prefetch(&self.column, column, ordinal);
+        let ordinal = lookup::get_one_beside(
+            self.fst.as_bytes(),
+            root,
+            key.as_ref(),
+            near,
+            || false,
+            &mut false,
+        )?;
         Some(self.value_at(ordinal))
     }
 
@@ -476,8 +486,16 @@ impl<V: FrozenValue> FrozenLayer<V> {
     pub(crate) fn get_beside(&self, key: &[u8], beside: &mut dyn FnMut() -> bool) -> Option<V> {
         let root = self.fst.root().addr() as u64;
         let mut going = true;
-        let ordinal =
-            lookup::get_one_beside(self.fst.as_bytes(), root, key, &mut *beside, &mut going);
+        let column = &self.fst.as_inner().storage.bytes()[self.column_range.clone()];
+        let near = |ordinal| V::Column::prefetch(&self.column, column, ordinal);
+        let ordinal = lookup::get_one_beside(
+            self.fst.as_bytes(),
+            root,
+            key,
+            near,
+            &mut *beside,
+            &mut going,
+        );
         while going {
             going = beside();
         }

@@ -253,6 +253,17 @@ impl PackedReader {
             .wrapping_add(unpack(|i| read_u64(words, i * 8), index, self.width))
     }
 
+    /// A hint to load the word holding value `index` (any `index`: a
+    /// prefetch never faults).
+    #[inline]
+    pub(crate) fn prefetch(&self, section: &[u8], index: u64) {
+        let word = (index.wrapping_mul(u64::from(self.width)) / 64) as usize;
+        let at = (section.as_ptr())
+            .wrapping_add(SECTION_HEADER_LEN)
+            .wrapping_add(word.wrapping_mul(8));
+        crate::art::raw::prefetch(at);
+    }
+
     /// Number of values.
     pub(crate) fn len(&self) -> u64 {
         self.len
