@@ -301,6 +301,13 @@ mod tests {
             assert_eq!(ours.is_final, theirs.is_final());
             assert_eq!(ours.final_output, theirs.final_output().value());
             assert_eq!(ours.len, theirs.len());
+            if ours.len > 1 {
+                // Inputs found through the index (more than 32 transitions),
+                // in the list of inputs, or not at all.
+                for byte in 0..=255u8 {
+                    assert_eq!(ours.find(data, byte), theirs.find_input(byte), "{byte}");
+                }
+            }
             for (i, t) in theirs.transitions().enumerate() {
                 let mine = ours.transition(data, i);
                 assert_eq!(
