@@ -150,14 +150,14 @@
 //!
 //! | | `HybridMap` (defaults) | `FastArt` |
 //! |---|--:|--:|
-//! | memory: mean / peak | 13.3 / **18.1** B/key | 35.6 / 35.8 B/key |
-//! | lookups | 446 k/s (0.73×) | 612 k/s |
-//! | writes, in the writing thread's time | 310 k/s (0.55×) | 568 k/s |
-//! | writes, the merge thread's CPU charged to them | 103 k/s (0.18×) | 568 k/s |
+//! | memory: mean / peak | 13.5 / **18.4** B/key | 35.6 / 35.8 B/key |
+//! | lookups | 675 k/s (0.80×) | 843 k/s |
+//! | writes, in the writing thread's time | 446 k/s (0.57×) | 776 k/s |
+//! | writes, the merge thread's CPU charged to them | 137 k/s (0.18×) | 776 k/s |
 //!
-//! Two other runs of the same code: peaks of 16.7–17.3 B/key, lookups at
-//! 0.70–0.75×, writes at 0.53–0.57× (0.16–0.19× charged): this shared
-//! machine moves that much between runs. (Lookups were
+//! Five other runs of the same code: peaks of 17.0–18.2 B/key, lookups at
+//! 0.73–0.84× (median of the six 0.78×), writes at 0.54–0.61× (0.15–0.20×
+//! charged): this shared machine moves that much between runs. (Lookups were
 //! 0.82–0.89× before `FastArt` learnt to compact itself as it grows: it
 //! got faster, `HybridMap` did not get slower.)
 //!
