@@ -463,17 +463,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     #[inline]
     pub fn get(&self, key: impl AsRef<[u8]>) -> Option<V> {
-        let root = self.fst.root().addr() as u64;
-        let column = &self.fst.as_inner().storage.bytes()[self.column_range.clone()];
-        let near = |ordinal| V::Column::prefetch(&self.column, column, ordinal);
-        let ordinal = lookup::get_one_beside(
-            self.fst.as_bytes(),
-            root,
-            key.as_ref(),
-            near,
-            || false,
-            &mut false,
-        )?;
+        let ordinal = self.rank_fetching_value(key.as_ref(), || false, &mut false)?;
         Some(self.value_at(ordinal))
     }
 
@@ -484,18 +474,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// write walks its delta toward the key this way while it looks the
     /// key's old value up here, so that the two walks' misses overlap.
     pub(crate) fn get_beside(&self, key: &[u8], beside: &mut dyn FnMut() -> bool) -> Option<V> {
-        let root = self.fst.root().addr() as u64;
         let mut going = true;
-        let column = &self.fst.as_inner().storage.bytes()[self.column_range.clone()];
-        let near = |ordinal| V::Column::prefetch(&self.column, column, ordinal);
-        let ordinal = lookup::get_one_beside(
-            self.fst.as_bytes(),
-            root,
-            key,
-            near,
-            &mut *beside,
-            &mut going,
-        );
+        let ordinal = self.rank_fetching_value(key, &mut *beside, &mut going);
         while going {
             going = beside();
         }
@@ -787,8 +767,30 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// The value at `ordinal` (< len).
     #[inline]
     pub(crate) fn value_at(&self, ordinal: u64) -> V {
-        let column = &self.fst.as_inner().storage.bytes()[self.column_range.clone()];
-        V::decode(V::Column::get(&self.column, column, ordinal))
+        V::decode(V::Column::get(&self.column, self.column_bytes(), ordinal))
+    }
+
+    /// The column's section of the layer's bytes.
+    #[inline]
+    fn column_bytes(&self) -> &[u8] {
+        &self.fst.as_inner().storage.bytes()[self.column_range.clone()]
+    }
+
+    /// [`rank`](Self::rank), prefetching the value column at the ordinal
+    /// gathered so far each time the walk enters another cache line (see
+    /// `lookup::get_one_beside`, which also explains `beside` and `going`),
+    /// for the value read that follows.
+    #[inline]
+    fn rank_fetching_value(
+        &self,
+        key: &[u8],
+        beside: impl FnMut() -> bool,
+        going: &mut bool,
+    ) -> Option<u64> {
+        let root = self.fst.root().addr() as u64;
+        let column = self.column_bytes();
+        let near = |ordinal| V::Column::prefetch(&self.column, column, ordinal);
+        lookup::get_one_beside(self.fst.as_bytes(), root, key, near, beside, going)
     }
 }
 

@@ -257,6 +257,10 @@ impl PackedReader {
     /// prefetch never faults).
     #[inline]
     pub(crate) fn prefetch(&self, section: &[u8], index: u64) {
+        if self.width == 0 {
+            // No words: `get` reads nothing.
+            return;
+        }
         let word = (index.wrapping_mul(u64::from(self.width)) / 64) as usize;
         let at = (section.as_ptr())
             .wrapping_add(SECTION_HEADER_LEN)
