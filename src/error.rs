@@ -54,7 +54,7 @@ pub enum Error {
     UnsupportedVersion {
         /// The version stored in the file.
         found: u32,
-        /// The version this build reads and writes.
+        /// The newest version this build reads (the one it writes).
         supported: u32,
     },
     /// The checksum stored in the file does not match its contents: the file
@@ -135,7 +135,7 @@ impl fmt::Display for Error {
             ),
             Error::UnsupportedVersion { found, supported } => write!(
                 f,
-                "unsupported file format version {found} (this build reads version {supported})"
+                "unsupported file format version {found} (this build reads versions 1 to {supported})"
             ),
             Error::ChecksumMismatch { stored, computed } => write!(
                 f,
@@ -218,9 +218,9 @@ mod tests {
             (
                 Error::UnsupportedVersion {
                     found: 9,
-                    supported: 1,
+                    supported: 2,
                 },
-                "unsupported file format version 9 (this build reads version 1)",
+                "unsupported file format version 9 (this build reads versions 1 to 2)",
             ),
             (
                 Error::ChecksumMismatch {

@@ -14,6 +14,17 @@ fn sample_u64() -> FrozenLayer<u64> {
     .unwrap()
 }
 
+/// A layer with a jump table: 300 keys under two prefixes of 5 bytes,
+/// which get its two slots.
+fn sample_jump() -> FrozenLayer<u64> {
+    let layer = FrozenLayer::from_unsorted_iter(
+        (0..300u64).map(|i| (format!("tmp/{}{:03}", ["a", "b"][i as usize % 2], i), i)),
+    )
+    .unwrap();
+    assert!(format!("{layer:?}").contains("jump_depth: 5"), "{layer:?}");
+    layer
+}
+
 fn sample_bytes() -> FrozenLayer<Vec<u8>> {
     FrozenLayer::from_unsorted_iter(
         (0..30u32).map(|i| (format!("k{i}"), vec![i as u8; (i % 7) as usize])),
@@ -25,13 +36,16 @@ fn sample_bytes() -> FrozenLayer<Vec<u8>> {
 fn every_truncation_is_an_error() {
     let u64_bytes = sample_u64().as_bytes().to_vec();
     let byte_bytes = sample_bytes().as_bytes().to_vec();
-    for len in 0..u64_bytes.len() {
-        let result = FrozenLayer::<u64>::from_bytes(u64_bytes[..len].to_vec());
-        assert!(
-            result.is_err(),
-            "truncated to {len} of {} bytes was accepted",
-            u64_bytes.len()
-        );
+    let jump_bytes = sample_jump().as_bytes().to_vec();
+    for bytes in [&u64_bytes, &jump_bytes] {
+        for len in 0..bytes.len() {
+            let result = FrozenLayer::<u64>::from_bytes(bytes[..len].to_vec());
+            assert!(
+                result.is_err(),
+                "truncated to {len} of {} bytes was accepted",
+                bytes.len()
+            );
+        }
     }
     for len in 0..byte_bytes.len() {
         assert!(
@@ -41,6 +55,7 @@ fn every_truncation_is_an_error() {
     }
     // The whole file is fine, so the loop above tested truncation only.
     assert!(FrozenLayer::<u64>::from_bytes(u64_bytes).is_ok());
+    assert!(FrozenLayer::<u64>::from_bytes(jump_bytes).is_ok());
     assert!(FrozenLayer::<Vec<u8>>::from_bytes(byte_bytes).is_ok());
 }
 
@@ -68,6 +83,7 @@ fn every_byte_flip_is_an_error() {
     for bytes in [
         sample_u64().as_bytes().to_vec(),
         sample_bytes().as_bytes().to_vec(),
+        sample_jump().as_bytes().to_vec(),
     ] {
         let is_u64 = FrozenLayer::<u64>::from_bytes(bytes.clone()).is_ok();
         for position in 0..bytes.len() {
@@ -141,6 +157,94 @@ fn fst_end(bytes: &[u8]) -> usize {
     32 + u64_at(bytes, bytes.len() - 32 + 8) as usize
 }
 
+/// Where a layer's jump table section starts and ends: after the column,
+/// before the trailer.
+fn jump_section(bytes: &[u8]) -> std::ops::Range<usize> {
+    fst_end(bytes) + u64_at(bytes, bytes.len() - 16) as usize..bytes.len() - 32
+}
+
+/// Version 1 files, written before layers had a jump table, still open;
+/// a version 1 file may not have one.
+#[test]
+fn version_1_files_open_without_a_jump_table() {
+    let layer = sample_u64();
+    let mut v1 = layer.as_bytes().to_vec();
+    assert!(jump_section(&v1).is_empty());
+    v1[8] = 1;
+    reseal(&mut v1);
+    let opened = FrozenLayer::<u64>::from_bytes(v1).unwrap();
+    assert_eq!(
+        opened.iter().collect::<Vec<_>>(),
+        layer.iter().collect::<Vec<_>>()
+    );
+    assert_eq!(opened.get("dir1/file04"), Some(80_000));
+
+    let mut with_table = sample_jump().as_bytes().to_vec();
+    assert!(!jump_section(&with_table).is_empty());
+    with_table[8] = 1;
+    reseal(&mut with_table);
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(with_table),
+        Err(Error::Corrupt { .. })
+    ));
+}
+
+/// A jump table slot that points outside the fst, behind a valid checksum:
+/// the full checks catch it; an unverified open does not, and its lookups
+/// may go wrong, but never out of bounds.
+#[test]
+fn a_wild_jump_table_slot_is_caught_by_the_full_checks() {
+    let layer = sample_jump();
+    let bytes = layer.as_bytes().to_vec();
+    let section = jump_section(&bytes);
+    // The slots start at a multiple of 64; the first occupied one has an
+    // address other than u32::MAX at byte 24 of its 32.
+    let slots = section.start.div_ceil(64) * 64..section.end - 16;
+    let occupied = (slots.clone().step_by(32))
+        .find(|&at| bytes[at + 24..at + 28] != [0xFF; 4])
+        .unwrap();
+    for (field, wild) in [(24, u32::MAX - 1), (28, 300)] {
+        let mut damaged = bytes.clone();
+        damaged[occupied + field..occupied + field + 4].copy_from_slice(&wild.to_le_bytes());
+        reseal(&mut damaged);
+        assert!(matches!(
+            FrozenLayer::<u64>::from_bytes(damaged.clone()),
+            Err(Error::Corrupt { .. })
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wild.memkv");
+        fs::write(&path, &damaged).unwrap();
+        assert!(FrozenLayer::<u64>::open(&path).is_err());
+        let unverified = FrozenLayer::<u64>::open_unverified(&path).unwrap();
+        assert!(matches!(unverified.verify(), Err(Error::Corrupt { .. })));
+        // Lookups through the slot: any answer, or a panic, but no crash.
+        for i in 0..300u64 {
+            let key = format!("tmp/{}{:03}", ["a", "b"][i as usize % 2], i);
+            let _ = std::panic::catch_unwind(|| unverified.get(&key));
+        }
+    }
+    // Footers that do not describe the section.
+    let footer = section.end - 16;
+    for (at, value) in [
+        (footer, 3u8),
+        (footer, 25),
+        (footer + 1, 64),
+        (footer + 2, 1),
+        (footer + 8, 0),
+    ] {
+        let mut damaged = bytes.clone();
+        damaged[at] = value;
+        reseal(&mut damaged);
+        assert!(
+            matches!(
+                FrozenLayer::<u64>::from_bytes(damaged),
+                Err(Error::Corrupt { .. })
+            ),
+            "{value} at {at}"
+        );
+    }
+}
+
 #[test]
 fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
     let bytes = sample_u64().as_bytes().to_vec();
@@ -182,7 +286,7 @@ fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
         FrozenLayer::<u64>::from_bytes(newer),
         Err(Error::UnsupportedVersion {
             found: 9,
-            supported: 1
+            supported: 2
         })
     ));
 }

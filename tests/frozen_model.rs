@@ -60,6 +60,61 @@ fn model() -> impl Strategy<Value = Model> {
     })
 }
 
+/// Models large enough for a jump table (see `src/frozen/jump.rs`):
+/// 300 to 1,500 keys under one to three stems of 4 to 30 bytes (paths,
+/// runs of 0x00 or 0xFF, random bytes), each followed by a tail over a tiny
+/// alphabet, plus every prefix of one stem's key, so that keys shorter than
+/// the table's prefixes, as long as them and longer all occur.
+fn jump_model() -> impl Strategy<Value = Model> {
+    let stem = prop_oneof![
+        Just(b"usr/share/doc/".to_vec()),
+        Just(b"usr/share/locale/de/LC_MESSAGES/".to_vec()),
+        Just(vec![0x00; 7]),
+        Just(vec![0xFF; 26]),
+        vec(any::<u8>(), 4..30),
+    ];
+    let tail = vec(
+        prop_oneof![Just(0x00u8), Just(b'a'), Just(b'b'), Just(0xFF)],
+        0..7,
+    );
+    let entries = vec((0usize..3, tail, value()), 300..1500);
+    (vec(stem, 1..4), entries, value()).prop_map(|(stems, entries, v)| {
+        let mut map = Model::new();
+        for (stem, tail, value) in entries {
+            map.insert(
+                [stems[stem % stems.len()].as_slice(), &tail].concat(),
+                value,
+            );
+        }
+        let chain = [stems[0].as_slice(), b"ab\xFF\x00ab"].concat();
+        for end in 0..=chain.len() {
+            map.insert(chain[..end].to_vec(), v.wrapping_add(end as u64));
+        }
+        map
+    })
+}
+
+/// The depth of `layer`'s jump table, from its `Debug` form (0: none).
+fn jump_depth(layer: &FrozenLayer<u64>) -> usize {
+    let debug = format!("{layer:?}");
+    let at = debug.find("jump_depth: ").expect("Debug shows the depth") + 12;
+    let digits = debug[at..].split(|c: char| !c.is_ascii_digit()).next();
+    digits.unwrap().parse().unwrap()
+}
+
+/// Near misses of each key: one byte changed in each of its first 25.
+fn changed_bytes(model: &Model) -> Vec<Vec<u8>> {
+    let mut probes = Vec::new();
+    for key in model.keys().step_by(7) {
+        for at in 0..key.len().min(25) {
+            let mut other = key.clone();
+            other[at] ^= 0x01;
+            probes.push(other);
+        }
+    }
+    probes
+}
+
 /// Keys to look up: present ones, near misses around them, and random ones.
 fn probes(model: &Model, random: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut probes = random.to_vec();
@@ -264,6 +319,26 @@ proptest! {
         let copy = FrozenLayer::<u64>::from_bytes(layer.as_bytes().to_vec()).unwrap();
         assert_eq!(copy.as_bytes(), layer.as_bytes());
         assert_matches_model(&copy, &model, &probes(&model, &random));
+    }
+}
+
+proptest! {
+    // Models of hundreds of keys: fewer cases.
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Lookups that start where the jump table says answer as the model,
+    /// present keys and absent ones, on the built layer and on its bytes
+    /// read back (which checks every slot).
+    #[test]
+    fn jump_table_lookups_match_the_model(model in jump_model(), random in vec(key(), 0..4)) {
+        let layer = FrozenLayer::from_sorted_iter(model.iter().map(|(k, v)| (k, *v))).unwrap();
+        prop_assert!(jump_depth(&layer) >= 4, "{layer:?}");
+        let mut probes = probes(&model, &random);
+        probes.extend(changed_bytes(&model));
+        assert_matches_model(&layer, &model, &probes);
+        let copy = FrozenLayer::<u64>::from_bytes(layer.as_bytes().to_vec()).unwrap();
+        let want: Vec<Option<u64>> = probes.iter().map(|p| model.get(p).copied()).collect();
+        prop_assert_eq!(copy.get_many(&probes), want);
     }
 }
 

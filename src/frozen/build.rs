@@ -8,6 +8,7 @@ use super::FrozenLayer;
 use super::column::{FrozenValue, ValueColumn};
 use super::format::{self, Check, ChecksumWriter, Storage};
 use super::fst_builder::{FstBuilder, KeyError};
+use super::jump;
 use crate::{Error, Result};
 
 /// Builds a [`FrozenLayer`] from keys given in strictly increasing byte
@@ -275,20 +276,23 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
         let fst = self.fst.finish();
         match self.sink {
             Sink::Writer(mut out) => {
+                let jump = jump::Built::for_fst(&fst);
                 let fst_len = fst.len() as u64;
                 out.write_all(&fst).map_err(write_error)?;
                 drop(fst);
-                finish_layer::<V, _>(&mut out, self.column, self.len, fst_len)?;
+                finish_layer::<V, _>(&mut out, self.column, jump, self.len, fst_len)?;
                 Ok(out.into_inner())
             }
             Sink::Buffer(into) => {
+                let jump = jump::Built::for_fst(&fst[format::HEADER_LEN..]);
                 let fst_len = (fst.len() - format::HEADER_LEN) as u64;
-                // Room for the column and trailer in one step, rather than
-                // a doubling of the whole layer's buffer.
+                // Room for the column, jump table and trailer in one step,
+                // rather than a doubling of the whole layer's buffer.
                 let mut fst = fst;
-                fst.reserve_exact(V::Column::builder_heap_bytes(&self.column) + 4096);
+                let jump_len = jump.as_ref().map_or(0, jump::Built::max_len);
+                fst.reserve_exact(V::Column::builder_heap_bytes(&self.column) + jump_len + 4096);
                 let mut out = ChecksumWriter::after(fst);
-                finish_layer::<V, _>(&mut out, self.column, self.len, fst_len)?;
+                finish_layer::<V, _>(&mut out, self.column, jump, self.len, fst_len)?;
                 Ok(into(out.into_inner()))
             }
         }
@@ -308,10 +312,15 @@ impl<V: FrozenValue, W> fmt::Debug for FrozenLayerBuilder<V, W> {
 fn finish_layer<V: FrozenValue, W: Write>(
     out: &mut ChecksumWriter<W>,
     column: <V::Column as ValueColumn>::Builder,
+    jump: Option<jump::Built>,
     len: u64,
     fst_len: u64,
 ) -> Result<()> {
     let column_len = V::Column::write_column(column, out).map_err(write_error)?;
+    if let Some(jump) = jump {
+        let at = format::HEADER_LEN as u64 + fst_len + column_len;
+        jump.write(out, at).map_err(write_error)?;
+    }
     format::write_trailer(out, len, fst_len, column_len).map_err(write_error)?;
     out.flush().map_err(write_error)
 }

@@ -6,11 +6,12 @@
 //! ```text
 //! offset         size  field
 //! 0                 8  magic "MEMKVFRZ"
-//! 8                 4  format version (u32), currently 1
+//! 8                 4  format version (u32): 2 (1 is still read)
 //! 12                4  reserved, 0
 //! 16               16  value type name (FrozenValue::TYPE_NAME), zero-padded
 //! 32            F_LEN  fst: key -> ordinal, in the fst crate's own format
 //! 32+F_LEN      C_LEN  value column (layout chosen by the value type; column.rs)
+//! 32+F_LEN+C_LEN    J  jump table (jump.rs), possibly empty; version 2 only
 //! end-32            8  key count (u64)
 //! end-24            8  F_LEN (u64)
 //! end-16            8  C_LEN (u64)
@@ -18,7 +19,10 @@
 //! end-4             4  CRC-32 (IEEE) of every byte before it
 //! ```
 //!
-//! All integers are little-endian. Section lengths sit in a trailer rather
+//! All integers are little-endian. The jump table's length is what the
+//! header, fst, column and trailer leave (J = 0 in version 1, whose files
+//! end with the column): its own footer describes it. Section lengths sit
+//! in a trailer rather
 //! than the header because the builder streams: it writes the fst as keys
 //! arrive and only knows the lengths at the end. The fst carries a checksum
 //! of its own, but it covers only the fst; ours covers the whole file, so a
@@ -47,8 +51,11 @@ use crate::{Error, Result};
 pub(crate) const MAGIC: [u8; 8] = *b"MEMKVFRZ";
 /// The four bytes before the checksum; their absence means truncation.
 const TRAILER_MAGIC: [u8; 4] = *b"MKVF";
-/// The format version this build writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// The format version this build writes, and the newest it reads.
+pub(crate) const VERSION: u32 = 2;
+/// The oldest format version this build reads: version 1 is version 2
+/// without a jump table.
+const OLDEST_VERSION: u32 = 1;
 /// Room for the value type name in the header.
 pub(crate) const TYPE_NAME_LEN: usize = 16;
 /// Bytes before the fst.
@@ -135,6 +142,8 @@ impl<W: Write> Write for ChecksumWriter<W> {
 pub(crate) struct Layout {
     pub(crate) fst: Range<usize>,
     pub(crate) column: Range<usize>,
+    /// Empty when the file has no jump table.
+    pub(crate) jump: Range<usize>,
     pub(crate) key_count: u64,
 }
 
@@ -169,7 +178,7 @@ pub(crate) fn parse(bytes: &[u8], type_name: &str, check: Check) -> Result<Layou
         )));
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != VERSION {
+    if !(OLDEST_VERSION..=VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             found: version,
             supported: VERSION,
@@ -192,12 +201,16 @@ pub(crate) fn parse(bytes: &[u8], type_name: &str, check: Check) -> Result<Layou
     let field = |at: usize| u64::from_le_bytes(trailer[at..at + 8].try_into().expect("8 bytes"));
     let (key_count, fst_len, column_len) = (field(0), field(8), field(16));
     let body_len = (bytes.len() - HEADER_LEN - TRAILER_LEN) as u64;
-    if fst_len.checked_add(column_len) != Some(body_len) {
+    let jump_len = fst_len
+        .checked_add(column_len)
+        .and_then(|sections| body_len.checked_sub(sections))
+        .filter(|&jump_len| version > 1 || jump_len == 0);
+    let Some(jump_len) = jump_len else {
         return Err(corrupt(format!(
             "the sections ({fst_len} bytes of fst, {column_len} of values) do not add up to the \
              {body_len} bytes between header and trailer"
         )));
-    }
+    };
     let name_field = &bytes[16..16 + TYPE_NAME_LEN];
     let name_len = name_field
         .iter()
@@ -212,10 +225,12 @@ pub(crate) fn parse(bytes: &[u8], type_name: &str, check: Check) -> Result<Layou
     }
     // Both lengths are below `bytes.len()` now, so they fit a usize.
     let fst_end = HEADER_LEN + fst_len as usize;
+    let column_end = fst_end + column_len as usize;
     check_fst_root(&bytes[HEADER_LEN..fst_end])?;
     Ok(Layout {
         fst: HEADER_LEN..fst_end,
-        column: fst_end..fst_end + column_len as usize,
+        column: fst_end..column_end,
+        jump: column_end..column_end + jump_len as usize,
         key_count,
     })
 }
@@ -437,13 +452,19 @@ mod tests {
             Err(Error::BadMagic { found }) if found == b"PK\x03\x04 a z"
         ));
         let mut newer = bytes.clone();
-        newer[8] = 2;
+        newer[8] = 3;
         assert!(matches!(
             parse(&newer, "u64", Check::Full),
             Err(Error::UnsupportedVersion {
-                found: 2,
-                supported: 1
+                found: 3,
+                supported: 2
             })
+        ));
+        let mut unversioned = bytes.clone();
+        unversioned[8] = 0;
+        assert!(matches!(
+            parse(&unversioned, "u64", Check::Structure),
+            Err(Error::UnsupportedVersion { found: 0, .. })
         ));
         let mut flipped = bytes.clone();
         flipped[33] ^= 1;

@@ -12,6 +12,10 @@ use super::fst_node::{CommonCodes, NodeView, common_codes, single_transition};
 use crate::art::raw::prefetch;
 use crate::lanes::interleave;
 
+/// Where a walk stands: at the node at this address, with this many key
+/// bytes matched and this output gathered.
+pub(super) type State = (u64, usize, u64);
+
 /// Where a lookup stands after one step.
 enum Step {
     /// At the node at this address, with this output gathered.
@@ -69,8 +73,8 @@ fn step(
 /// or fourth line below, or the line above, added nothing). Batched
 /// lookups ([`get_each`]) did not gain from it (946 k against 944 k/s):
 /// their other lanes already cover the wait.
-pub(super) fn get_one(data: &[u8], root: u64, key: &[u8]) -> Option<u64> {
-    get_one_beside(data, root, key, |_| {}, || false, &mut false)
+pub(super) fn get_one(data: &[u8], start: State, key: &[u8]) -> Option<u64> {
+    get_one_beside(data, start, key, |_| {}, || false, &mut false)
 }
 
 /// [`get_one`], calling `beside` each time the walk enters another cache
@@ -92,14 +96,14 @@ pub(super) fn get_one(data: &[u8], root: u64, key: &[u8]) -> Option<u64> {
 #[inline]
 pub(super) fn get_one_beside(
     data: &[u8],
-    root: u64,
+    start: State,
     key: &[u8],
     mut near: impl FnMut(u64),
     mut beside: impl FnMut() -> bool,
     going: &mut bool,
 ) -> Option<u64> {
     let codes = common_codes();
-    let (mut addr, mut depth, mut output) = (root, 0, 0);
+    let (mut addr, mut depth, mut output) = start;
     loop {
         match step(data, codes, key, addr, depth, output) {
             Step::Down(next, gathered) => {
@@ -127,19 +131,24 @@ pub(super) fn get_one_beside(
     }
 }
 
-/// Looks up every key of `keys` in the fst `data` whose root is at `root`,
-/// handing `found` each key's index and output (ordinal), in no particular
-/// order.
+/// Looks up every key of `keys` in the fst `data`, each from where
+/// `start` says its walk starts, handing `found` each key's index and
+/// output (ordinal), in no particular order.
 pub(super) fn get_each<K: AsRef<[u8]>>(
     data: &[u8],
-    root: u64,
+    start: impl Fn(&[u8]) -> State,
     keys: &[K],
     found: impl FnMut(usize, Option<u64>),
 ) {
     let codes = common_codes();
-    // State: the node reached, the key bytes matched, the output gathered.
-    let advance = |i: usize, (addr, depth, output): &mut (u64, usize, u64)| {
+    // A lane's first turn finds where its walk starts.
+    const UNSTARTED: State = (0, usize::MAX, 0);
+    let advance = |i: usize, state: &mut State| {
         let key = keys[i].as_ref();
+        if *state == UNSTARTED {
+            *state = start(key);
+        }
+        let (addr, depth, output) = state;
         // Steps within one cache line cost no miss: take them now.
         loop {
             match step(data, codes, key, *addr, *depth, *output) {
@@ -158,5 +167,20 @@ pub(super) fn get_each<K: AsRef<[u8]>>(
             }
         }
     };
-    interleave(keys.len(), (root, 0, 0), advance, found);
+    interleave(keys.len(), UNSTARTED, advance, found);
+}
+
+/// The walk of `key` from `root` until `to` bytes are matched: where it
+/// stands then, or `None` if it ends before.
+#[cfg(test)]
+pub(super) fn descend(data: &[u8], root: u64, key: &[u8], to: usize) -> Option<State> {
+    let codes = common_codes();
+    let (mut addr, mut depth, mut output) = (root, 0, 0);
+    while depth < to {
+        match step(data, codes, key, addr, depth, output) {
+            Step::Down(next, gathered) => (addr, depth, output) = (next, depth + 1, gathered),
+            Step::Done(_) => return None,
+        }
+    }
+    Some((addr, depth, output))
 }

@@ -4,8 +4,8 @@
 //!
 //! # Layout
 //!
-//! A [`FrozenLayer`] is two sections of one byte string (see `format.rs` for
-//! the full file format):
+//! A [`FrozenLayer`] is three sections of one byte string (see `format.rs`
+//! for the full file format):
 //!
 //! * an [`fst`](https://docs.rs/fst) mapping each key to its **ordinal**, its
 //!   position in key order (`0..len`). Ordinals make
@@ -13,7 +13,12 @@
 //!   one walk from the root;
 //! * a **value column** indexed by ordinal (`column.rs`): integers bit-packed
 //!   to the width of their range, byte strings as packed offsets plus one
-//!   blob.
+//!   blob;
+//! * a **jump table** (`jump.rs`): for the prefixes that many keys share
+//!   (24 bytes of a Debian path, say), the fst node their walk reaches, so
+//!   that a lookup probes one hash slot instead of walking the top of the
+//!   fst node by node. On the 7.3 M Debian paths it takes 0.10 bytes per
+//!   key and makes lookups 24-33% faster.
 //!
 //! The same bytes are the file: [`save`](FrozenLayer::save) writes them,
 //! [`open`](FrozenLayer::open) memory-maps them and queries read the map in
@@ -32,9 +37,10 @@
 //! | `fst::Set` (keys only, no values)             |     6.81  |
 //! | `fst::Map`, line numbers as outputs           |    14.62  |
 //! | fst of ordinals, built by the fst crate       |     7.79  |
-//! | fst of ordinals, built by memkv (below)       |     6.22  |
+//! | fst of ordinals, built by memkv (below)       |     6.16  |
 //! | + column of line numbers, 23 bits each        |   + 2.88  |
-//! | = `FrozenLayer<u64>`, whole file              |     9.09  |
+//! | + jump table                                  |   + 0.10  |
+//! | = `FrozenLayer<u64>`, whole file              |     9.14  |
 //!
 //! Ordinal outputs increase with the keys, so they cost about one byte per
 //! key over a plain set, and the column stores each value in
@@ -113,6 +119,7 @@ mod format;
 mod fst_builder;
 mod fst_node;
 mod iter;
+mod jump;
 mod lookup;
 mod packed;
 
@@ -129,6 +136,7 @@ pub use self::build::FrozenLayerBuilder;
 pub use self::column::{BytesColumn, FrozenValue, IntColumn, ValueColumn};
 use self::format::{Check, FstBytes, Storage};
 pub use self::iter::{Iter, Search};
+use self::jump::JumpTable;
 use crate::keys::prefix_successor;
 use crate::{Error, FastArt, Result};
 
@@ -155,6 +163,8 @@ pub struct FrozenLayer<V: FrozenValue> {
     fst: fst::raw::Fst<FstBytes>,
     column: <V::Column as ValueColumn>::Reader,
     column_range: Range<usize>,
+    /// Where lookups of long keys start their walk.
+    jump: JumpTable,
     value: PhantomData<fn() -> V>,
 }
 
@@ -346,8 +356,10 @@ impl<V: FrozenValue> FrozenLayer<V> {
         let layout = format::parse(storage.bytes(), V::TYPE_NAME, check)?;
         let column_bytes = &storage.bytes()[layout.column.clone()];
         let column = V::Column::open(column_bytes, layout.key_count)?;
+        let jump = JumpTable::parse(storage.bytes(), layout.jump.clone())?;
         if check == Check::Full {
             V::Column::verify(&column, column_bytes)?;
+            jump.verify(storage.bytes(), layout.fst.len(), layout.key_count)?;
         }
         let fst = fst::raw::Fst::new(FstBytes {
             storage,
@@ -369,6 +381,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
             fst,
             column,
             column_range: layout.column,
+            jump,
             value: PhantomData,
         })
     }
@@ -393,7 +406,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     pub fn verify(&self) -> Result<()> {
         let storage = &self.fst.as_inner().storage;
         let layout = format::parse(storage.bytes(), V::TYPE_NAME, Check::Full)?;
-        V::Column::verify(&self.column, &storage.bytes()[layout.column])
+        V::Column::verify(&self.column, &storage.bytes()[layout.column])?;
+        (self.jump).verify(storage.bytes(), layout.fst.len(), layout.key_count)
     }
 
     /// Writes the layer to `path` atomically: to a temporary file in the same
@@ -501,8 +515,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Option<V>> {
         let mut ordinals = vec![None; keys.len()];
-        let root = self.fst.root().addr() as u64;
-        lookup::get_each(self.fst.as_bytes(), root, keys, |index, ordinal| {
+        let start = |key: &[u8]| self.walk_start(key);
+        lookup::get_each(self.fst.as_bytes(), start, keys, |index, ordinal| {
             ordinals[index] = ordinal;
         });
         // The column reads, apart: they do not depend on each other, so the
@@ -537,8 +551,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     #[inline]
     pub fn rank(&self, key: impl AsRef<[u8]>) -> Option<u64> {
         // The fst's output is the key's ordinal: see the module docs.
-        let root = self.fst.root().addr() as u64;
-        lookup::get_one(self.fst.as_bytes(), root, key.as_ref())
+        let key = key.as_ref();
+        lookup::get_one(self.fst.as_bytes(), self.walk_start(key), key)
     }
 
     /// The entry at position `ordinal` in key order, if `ordinal < len`.
@@ -787,10 +801,18 @@ impl<V: FrozenValue> FrozenLayer<V> {
         beside: impl FnMut() -> bool,
         going: &mut bool,
     ) -> Option<u64> {
-        let root = self.fst.root().addr() as u64;
+        let start = self.walk_start(key);
         let column = self.column_bytes();
         let near = |ordinal| V::Column::prefetch(&self.column, column, ordinal);
-        lookup::get_one_beside(self.fst.as_bytes(), root, key, near, beside, going)
+        lookup::get_one_beside(self.fst.as_bytes(), start, key, near, beside, going)
+    }
+
+    /// Where the walk for `key` starts: where the jump table says its
+    /// first bytes lead, or the root.
+    #[inline]
+    fn walk_start(&self, key: &[u8]) -> lookup::State {
+        (self.jump.start(self.as_bytes(), key))
+            .unwrap_or_else(|| (self.fst.root().addr() as u64, 0, 0))
     }
 }
 
@@ -816,6 +838,7 @@ impl<V: FrozenValue> fmt::Debug for FrozenLayer<V> {
             .field("value_type", &V::TYPE_NAME)
             .field("len", &self.len())
             .field("bytes", &self.as_bytes().len())
+            .field("jump_depth", &self.jump.depth())
             .field(
                 "mapped",
                 &matches!(self.fst.as_inner().storage, Storage::Mapped(_)),
@@ -869,6 +892,7 @@ impl<V: FrozenValue> Clone for FrozenLayer<V> {
             fst: self.fst.clone(),
             column: self.column.clone(),
             column_range: self.column_range.clone(),
+            jump: self.jump.clone(),
             value: PhantomData,
         }
     }
