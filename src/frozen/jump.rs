@@ -13,17 +13,20 @@
 //! root, as without a table. The table is a shortcut, never an answer: a
 //! prefix missing from it says nothing about the key.
 //!
-//! `depth` (at most [`MAX_DEPTH`]) is the one that saves the most steps
-//! over all the layer's keys: the keys under prefixes with a slot, times
-//! the depth. The table has at most one slot per [`KEYS_PER_SLOT`] keys
-//! (at each length, the prefixes of the most keys are kept), so it costs at most 40 / 128
-//! bytes per key. On the 7.3 M Debian paths it holds 19,000 prefixes of 24
-//! bytes that 92% of the keys start with: 0.76 MB, 0.10 bytes per key, for
-//! lookups 24-33% faster (both layers mapped, alternating in one process;
-//! a slot for every prefix of 16 bytes, 1.8 MB, gained 12%, and a table of
-//! prefixes of at least 8 keys, 1.2 MB, 26%). A layer whose best depth is
-//! under [`MIN_DEPTH`] (random keys: their top nodes are wide, not deep)
-//! has no table.
+//! The table has at most one slot per [`KEYS_PER_SLOT`] keys, so it costs
+//! at most 40 / 128 bytes per key: at each length, the prefixes of the most
+//! keys would get the slots. `depth` (from [`MIN_DEPTH`] to [`MAX_DEPTH`])
+//! is the length whose slots save the most steps over all the layer's
+//! keys (the keys under them, times the length), among lengths whose slots
+//! hold at least a [`MIN_SHARE`]th of the keys: the other keys pay for a
+//! probe that does not shorten their walk. A layer with no such length
+//! (random keys, whose top nodes are wide, not deep; small layers) has no
+//! table.
+//!
+//! On the 7.3 M Debian paths the table holds 19,009 prefixes of 24 bytes,
+//! which 92% of the keys start with: 0.76 MB, 0.10 bytes per key, for
+//! lookups 29-33% faster (both layers mapped, alternating in one process;
+//! DESIGN.md gives the other layouts tried).
 //!
 //! # Section layout
 //!
@@ -64,6 +67,13 @@ pub(super) const MIN_DEPTH: usize = 4;
 pub(super) const MIN_KEYS: u64 = 16;
 /// At most one slot per this many keys of the layer.
 pub(super) const KEYS_PER_SLOT: u64 = 128;
+/// A table is built only if its prefixes hold at least a this-th of the
+/// layer's keys: the others pay for a probe that does not shorten their
+/// walk.
+pub(super) const MIN_SHARE: u64 = 4;
+/// The search for the table's length looks no deeper than a length with
+/// this many times more candidate prefixes than slots.
+pub(super) const SEARCH_WIDTH: usize = 4;
 const SLOT_LEN: usize = 32;
 const FOOTER_LEN: usize = 16;
 const ALIGN: usize = 64;
@@ -264,83 +274,94 @@ struct Prefix {
     end: u64,
 }
 
+impl Prefix {
+    fn keys(&self) -> u64 {
+        self.end.saturating_sub(self.first)
+    }
+}
+
+/// The fst's prefixes one byte longer than those of `level` (of `depth`
+/// bytes) that at least `MIN_KEYS` keys start with.
+fn longer(fst: &[u8], level: &[Prefix], depth: usize) -> Vec<Prefix> {
+    let codes = common_codes();
+    let mut next = Vec::new();
+    for parent in level {
+        let node = NodeView::new(fst, parent.addr, codes);
+        // The output gathered on the way to a prefix is the ordinal of its
+        // first key (the fst builder moves each output as near the root as
+        // the keys below let it), so a prefix's keys run from there to
+        // where its next sibling's start, or its parent's end. Last child
+        // first: its keys end where the parent's do.
+        let mut end = parent.end;
+        for i in (0..node.len).rev() {
+            let t = node.transition(fst, i);
+            let first = parent.first + t.output;
+            let mut child = Prefix {
+                addr: t.addr,
+                first,
+                end,
+                ..*parent
+            };
+            child.bytes[depth] = t.input;
+            if child.keys() >= MIN_KEYS {
+                next.push(child);
+            }
+            end = first;
+        }
+    }
+    next
+}
+
 impl Built {
     /// Builds the table for the fst `fst` (its bytes, footer included), or
     /// `None` when the layer should have none (see the module docs).
     pub(super) fn for_fst(fst: &[u8]) -> Option<Built> {
-        let codes = common_codes();
         // The fst's footer: key count, root address, checksum.
         let footer = fst.len().checked_sub(20)?;
         let field = |at: usize| u64::from_le_bytes(fst[at..at + 8].try_into().expect("8 bytes"));
         let (key_count, root) = (field(footer), field(footer + 8));
-        if key_count >= u64::from(u32::MAX) || fst.len() >= EMPTY as usize {
+        let most = (key_count / KEYS_PER_SLOT) as usize;
+        if key_count >= u64::from(u32::MAX) || fst.len() >= EMPTY as usize || most == 0 {
             return None;
         }
-        let most_slots = (key_count / KEYS_PER_SLOT) as usize;
-        if most_slots == 0 {
-            return None;
-        }
-        // Breadth first, one level per key byte: the prefixes of each length
-        // that at least `MIN_KEYS` keys start with. The output gathered on
-        // the way to a prefix is the ordinal of its first key (the fst
-        // builder moves each output as near the root as the keys below let
-        // it), so a prefix's keys are the ordinals from there to where its
-        // next sibling's start, or its parent's end.
+        // Breadth first, one length at a time, the prefixes of `MIN_KEYS`
+        // keys or more; at each length the `most` of the most keys would
+        // get the slots.
         let mut level = vec![Prefix {
             bytes: [0; MAX_DEPTH],
             addr: root,
             first: 0,
             end: key_count,
         }];
-        let (mut best, mut best_depth, mut best_score) = (Vec::new(), 0, 0);
+        let (mut best, mut best_score) = (None, 0);
         for depth in 1..=MAX_DEPTH {
-            let mut next = Vec::new();
-            for parent in &level {
-                let node = NodeView::new(fst, parent.addr, codes);
-                let mut end = parent.end;
-                // Last child first: its keys end where the parent's do.
-                for i in (0..node.len).rev() {
-                    let t = node.transition(fst, i);
-                    let first = parent.first + t.output;
-                    if end.saturating_sub(first) >= MIN_KEYS {
-                        let mut bytes = parent.bytes;
-                        bytes[depth - 1] = t.input;
-                        next.push(Prefix {
-                            bytes,
-                            addr: t.addr,
-                            first,
-                            end,
-                        });
-                    }
-                    end = first;
-                }
-            }
-            if next.is_empty() {
+            level = longer(fst, &level, depth - 1);
+            // Stop where prefixes grow too many to keep the search's memory
+            // a few times the table's.
+            if level.is_empty() || level.len() > SEARCH_WIDTH * most {
                 break;
             }
-            if next.len() > most_slots {
-                // Keep the prefixes of the most keys.
-                next.select_nth_unstable_by_key(most_slots, |p| Reverse(p.end - p.first));
-                next.truncate(most_slots);
+            let mut kept = level.clone();
+            if kept.len() > most {
+                kept.select_nth_unstable_by_key(most, |p| Reverse(p.keys()));
+                kept.truncate(most);
             }
-            // The walk steps the table saves, summed over the layer's keys.
-            let covered: u64 = next.iter().map(|p| p.end.saturating_sub(p.first)).sum();
-            if covered * depth as u64 >= best_score {
-                (best, best_depth, best_score) = (next.clone(), depth, covered * depth as u64);
+            // The walk steps saved, summed over the keys.
+            let covered: u64 = kept.iter().map(Prefix::keys).sum();
+            let score = covered * depth as u64;
+            if depth >= MIN_DEPTH && covered * MIN_SHARE >= key_count && score >= best_score {
+                (best, best_score) = (Some((kept, depth)), score);
             }
-            level = next;
         }
-        if best_depth < MIN_DEPTH {
-            return None;
-        }
+        let (prefixes, depth) = best?;
         // Load at most 0.8: probes stay short, and a slot stays empty.
-        let slot_count = best.len() + best.len() / 4 + 1;
+        let slot_count = prefixes.len() + prefixes.len() / 4 + 1;
         let mut slots = vec![0u8; slot_count * SLOT_LEN];
         for slot in slots.chunks_exact_mut(SLOT_LEN) {
             slot[24..28].copy_from_slice(&EMPTY.to_le_bytes());
         }
-        for prefix in best {
-            let words = prefix_words(&prefix.bytes[..best_depth]);
+        for prefix in prefixes {
+            let words = prefix_words(&prefix.bytes[..depth]);
             let mut i = home(hash(&words), slot_count);
             while slots[i * SLOT_LEN + 24..i * SLOT_LEN + 28] != EMPTY.to_le_bytes() {
                 i = (i + 1) % slot_count;
@@ -353,10 +374,7 @@ impl Built {
             slot[24..28].copy_from_slice(&(prefix.addr as u32).to_le_bytes());
             slot[28..32].copy_from_slice(&(prefix.first as u32).to_le_bytes());
         }
-        Some(Built {
-            depth: best_depth,
-            slots,
-        })
+        Some(Built { depth, slots })
     }
 
     /// Bytes the section will take at most, wherever it starts.
@@ -391,10 +409,10 @@ mod tests {
         FrozenLayer::from_sorted_iter(keys.iter().enumerate().map(|(i, k)| (k, i as u64))).unwrap()
     }
 
-    /// Paths under a few long directories, with 0x00 and 0xFF in them:
-    /// under each directory, groups of 16 to 40 names sharing all but their
-    /// last bytes, so that some prefixes of every length have enough keys
-    /// for a slot and others do not; and every prefix of one key.
+    /// Paths under a few directories, with 0x00 and 0xFF in them: under
+    /// each, packages of 16 to 40 files sharing all but their last bytes,
+    /// so that some prefixes of every length have enough keys for a slot
+    /// and others do not; and every prefix of one key.
     fn paths() -> Vec<Vec<u8>> {
         let dirs: [&[u8]; 4] = [
             b"usr/share/doc/",
@@ -404,15 +422,17 @@ mod tests {
         ];
         let mut keys = Vec::new();
         for (d, dir) in dirs.iter().enumerate() {
-            for group in 0..60u32 {
-                for i in 0..(16 + group * 7 % 25) {
-                    let mut key = dir.to_vec();
-                    key.extend_from_slice(format!("{d}-package{group:02}-{i}").as_bytes());
-                    keys.push(key);
+            for package in 0..120u32 {
+                let name = match package % 3 {
+                    0 => format!("{d}p{package:03}/"),
+                    _ => format!("{d}p{package:03}/a-file-with-a-long-name-"),
+                };
+                for file in 0..(16 + package * 7 % 25) {
+                    keys.push([*dir, name.as_bytes(), format!("{file}").as_bytes()].concat());
                 }
             }
         }
-        let chain = b"usr/share/locale/de/LC_MESSAGES/package00";
+        let chain = b"usr/share/locale/de/LC_MESSAGES/1p001/a-file-with-a-long-name-1";
         keys.extend((0..=chain.len()).map(|end| chain[..end].to_vec()));
         keys
     }
@@ -458,25 +478,36 @@ mod tests {
             keys.len()
         );
         assert!(jumped_absent > keys.len() / 4, "{jumped_absent}");
-        let expected: Vec<_> = probes
-            .iter()
+        let expected: Vec<_> = (probes.iter())
             .map(|p| keys.binary_search(p).ok().map(|i| i as u64))
             .collect();
         assert_eq!(layer.get_many(&probes), expected);
     }
 
-    /// The table holds the prefixes of the best depth with the most keys,
-    /// at least `MIN_KEYS` each and at most one per `KEYS_PER_SLOT` keys,
-    /// each with its first key's ordinal; the best depth saves the most
-    /// steps.
+    /// The prefixes in the table's occupied slots, with their outputs.
+    fn held(layer: &FrozenLayer<u64>) -> Vec<(Vec<u8>, u64)> {
+        let table = &layer.jump;
+        (0..table.slot_count)
+            .map(|i| Slot::read(layer.as_bytes(), table.slots.start + i * SLOT_LEN))
+            .filter(|slot| slot.addr != EMPTY)
+            .map(|slot| {
+                let bytes: Vec<u8> = slot.prefix.iter().flat_map(|w| w.to_le_bytes()).collect();
+                (bytes[..table.depth].to_vec(), u64::from(slot.output))
+            })
+            .collect()
+    }
+
+    /// The table holds the prefixes of its length with the most keys, at
+    /// least `MIN_KEYS` each and at most one per `KEYS_PER_SLOT` keys, each
+    /// with its first key's ordinal; its length saves the most steps.
     #[test]
-    fn the_table_holds_the_prefixes_of_most_keys_at_the_best_depth() {
+    fn the_table_holds_the_prefixes_of_most_keys_at_the_best_length() {
         let mut keys = paths();
         let layer = layer_of(&mut keys);
         let depth = layer.jump.depth();
-        let most_slots = keys.len() / KEYS_PER_SLOT as usize;
-        // (prefix, first ordinal, keys) for prefixes of `d` bytes, most
-        // keys first.
+        let most = keys.len() / KEYS_PER_SLOT as usize;
+        // (prefix, first ordinal, keys) for prefixes of `d` bytes with a
+        // slot's worth of keys, most keys first.
         let groups = |d: usize| {
             let mut groups: Vec<(&[u8], usize, u64)> = Vec::new();
             for (ordinal, key) in keys.iter().enumerate().filter(|(_, k)| k.len() >= d) {
@@ -487,10 +518,12 @@ mod tests {
             }
             groups.retain(|&(_, _, count)| count >= MIN_KEYS);
             groups.sort_by_key(|&(_, _, count)| Reverse(count));
+            // The build's search would stop at a wider length.
+            assert!(groups.len() <= SEARCH_WIDTH * most, "length {d}");
             groups
         };
-        let kept = |d: usize| groups(d).iter().take(most_slots).map(|g| g.2).sum::<u64>();
-        for d in 1..=MAX_DEPTH {
+        let kept = |d: usize| groups(d).iter().take(most).map(|g| g.2).sum::<u64>();
+        for d in MIN_DEPTH..=MAX_DEPTH {
             assert!(
                 kept(d) * d as u64 <= kept(depth) * depth as u64,
                 "{d} beats {depth}"
@@ -498,20 +531,21 @@ mod tests {
         }
         let candidates = groups(depth);
         // More candidates than slots: the cut is tested too.
-        assert!(candidates.len() > most_slots && most_slots > 10);
-        let slots = layer.jump.slot_count;
-        assert_eq!(slots, most_slots + most_slots / 4 + 1);
-        let occupied = (0..slots)
-            .map(|i| Slot::read(layer.as_bytes(), layer.jump.slots.start + i * SLOT_LEN))
-            .filter(|slot| slot.addr != EMPTY)
-            .count();
-        assert_eq!(occupied, most_slots);
-        // Those with a slot have at least as many keys as those without.
+        assert!(
+            candidates.len() > most && most > 10,
+            "{} {most}",
+            candidates.len()
+        );
+        assert_eq!(layer.jump.slot_count, most + most / 4 + 1);
+        let held = held(&layer);
+        assert_eq!(held.len(), most);
+        // Those with a slot have at least as many keys as those without,
+        // and the slot gives their first key's ordinal.
         let (mut least_in, mut most_out) = (u64::MAX, 0);
         for (prefix, first, count) in candidates {
-            match layer.jump.start(layer.as_bytes(), prefix) {
-                Some((_, d, output)) => {
-                    assert_eq!((d, output), (depth, first as u64));
+            match held.iter().find(|(p, _)| p == prefix) {
+                Some((_, output)) => {
+                    assert_eq!(*output, first as u64);
                     least_in = least_in.min(count);
                 }
                 None => most_out = most_out.max(count),
@@ -521,7 +555,7 @@ mod tests {
     }
 
     #[test]
-    fn layers_whose_best_depth_is_shallow_have_no_table() {
+    fn layers_whose_prefixes_are_short_or_rare_have_no_table() {
         // Random keys: only their first byte or two have many keys each.
         let mut state = 1u64;
         let mut random: Vec<Vec<u8>> = (0..20_000)
@@ -550,6 +584,22 @@ mod tests {
             .map(|i| format!("same/prefix/{i}").into())
             .collect();
         assert_eq!(layer_of(&mut enough).jump.depth(), "same/prefix/".len());
+        // A shared prefix, but of a fifth of the keys only: no table.
+        let mut sparse: Vec<Vec<u8>> = (0..4000u32)
+            .map(|i| match i % 5 {
+                0 => format!("shared/prefix/{i}").into(),
+                _ => i.wrapping_mul(2_654_435_761).to_be_bytes().to_vec(),
+            })
+            .collect();
+        assert_eq!(layer_of(&mut sparse).jump.depth(), 0);
+        // A quarter of them: a table.
+        let mut quarter: Vec<Vec<u8>> = (0..4000u32)
+            .map(|i| match i % 4 {
+                0 => format!("shared/prefix/{i}").into(),
+                _ => i.wrapping_mul(2_654_435_761).to_be_bytes().to_vec(),
+            })
+            .collect();
+        assert_eq!(layer_of(&mut quarter).jump.depth(), "shared/prefix/".len());
     }
 
     #[test]
