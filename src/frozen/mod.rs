@@ -64,7 +64,7 @@
 //! | build from sorted keys             | 2.9–3.5 M keys/s   | 1.5–1.7 M keys/s |
 //! | iterate ([`Iter::next_entry`])     | 12.9–13.9 M keys/s | 5.0–5.2 M keys/s |
 //! | range and prefix scans             | 12.0–13.0 M keys/s | 4.5–4.9 M keys/s |
-//! | `get`, keys in random order        | 1.4–1.7 µs         | 1.6–2.0 µs      |
+//! | `get`, keys in random order (before the jump table, which takes a quarter off) | 1.4–1.7 µs | 1.6–2.0 µs |
 //! | [`nth`](FrozenLayer::nth)          | 2.1 µs             |                 |
 //! | [`open`](FrozenLayer::open) (checksum, warm cache) | 4–7 ms |           |
 //! | [`open_unverified`](FrozenLayer::open_unverified)  | 0.06–0.09 ms |     |
