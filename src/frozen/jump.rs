@@ -422,7 +422,7 @@ mod tests {
         ];
         let mut keys = Vec::new();
         for (d, dir) in dirs.iter().enumerate() {
-            for package in 0..120u32 {
+            for package in 0..60u32 {
                 let name = match package % 3 {
                     0 => format!("{d}p{package:03}/"),
                     _ => format!("{d}p{package:03}/a-file-with-a-long-name-"),
@@ -447,9 +447,10 @@ mod tests {
         let table = &layer.jump;
         assert!(table.depth() >= MIN_DEPTH, "depth {}", table.depth());
         let mut probes = keys.clone();
-        for key in &keys {
-            // Near misses: one byte changed at each position of the
-            // prefix, one byte more and one less.
+        // Near misses of every fifth key (fewer probes: the tests also run
+        // under valgrind): one byte changed at each position of the
+        // prefix, one byte more and one less.
+        for key in keys.iter().step_by(5) {
             for at in 0..key.len().min(MAX_DEPTH + 1) {
                 let mut other = key.clone();
                 other[at] = other[at].wrapping_add(1);
@@ -477,7 +478,7 @@ mod tests {
             "{jumped} of {}",
             keys.len()
         );
-        assert!(jumped_absent > keys.len() / 4, "{jumped_absent}");
+        assert!(jumped_absent > keys.len() / 20, "{jumped_absent}");
         let expected: Vec<_> = (probes.iter())
             .map(|p| keys.binary_search(p).ok().map(|i| i as u64))
             .collect();
