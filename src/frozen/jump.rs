@@ -555,6 +555,23 @@ mod tests {
         assert!(least_in >= most_out, "{least_in} < {most_out}");
     }
 
+    /// 256 keys have room for two slots; three prefixes qualify, and the
+    /// two of the most keys get them.
+    #[test]
+    fn the_slots_go_to_the_prefixes_of_the_most_keys() {
+        let mut keys: Vec<Vec<u8>> = [("aaaa/", 100), ("bbbb/", 66), ("cccc/", 90)]
+            .into_iter()
+            .flat_map(|(dir, files)| (0..files).map(move |i| format!("{dir}{i}").into_bytes()))
+            .collect();
+        let layer = layer_of(&mut keys);
+        assert_eq!(layer.jump.depth(), 5);
+        assert_eq!(layer.jump.slot_count, 3);
+        let prefixes: Vec<Vec<u8>> = held(&layer).into_iter().map(|(p, _)| p).collect();
+        assert!(prefixes.contains(&b"aaaa/".to_vec()) && prefixes.contains(&b"cccc/".to_vec()));
+        assert_eq!(layer.jump.start(layer.as_bytes(), b"bbbb/1"), None);
+        assert_eq!(layer.get("bbbb/1"), Some(101));
+    }
+
     #[test]
     fn layers_whose_prefixes_are_short_or_rare_have_no_table() {
         // Random keys: only their first byte or two have many keys each.
