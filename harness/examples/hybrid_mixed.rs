@@ -190,6 +190,7 @@ impl SplitMix {
 struct Latency {
     buckets: [u64; 32],
     count: u64,
+    total: Duration,
     max: Duration,
 }
 
@@ -198,6 +199,7 @@ impl Latency {
         let ns = d.as_nanos().max(1) as u64;
         self.buckets[(63 - ns.leading_zeros()) as usize] += 1;
         self.count += 1;
+        self.total += d;
         self.max = self.max.max(d);
     }
     /// The upper edge of the bucket holding quantile `q`.
@@ -217,8 +219,9 @@ impl Latency {
             return "no lookups".into();
         }
         format!(
-            "{} lookups: p50 {} p99 {} p99.9 {} max {:?}",
+            "{} lookups: mean {:?} p50 {} p99 {} p99.9 {} max {:?}",
             self.count,
+            Duration::from_nanos((self.total.as_nanos() / u128::from(self.count)) as u64),
             self.quantile(0.5),
             self.quantile(0.99),
             self.quantile(0.999),

@@ -161,10 +161,12 @@
 //! 0.82–0.89× before `FastArt` learnt to compact itself as it grows: it
 //! got faster, `HybridMap` did not get slower.) Since the base's layers
 //! have a jump table (a hash probe in place of the top of each fst walk),
-//! nine runs on a slower evening gave lookups at 0.71–0.87× (median 0.80×;
-//! the code before it, alternating with it, 0.60–0.70×), writes at
-//! 0.45–0.55× (median 0.51×), memory 13.9–14.3 B/key on average and
-//! 17.4–20.9 at the peak.
+//! fourteen runs on a slower evening and the next morning gave lookups at
+//! 0.71–0.93× (median 0.80×; the code before it, alternating with it,
+//! 0.60–0.70×), writes at 0.45–0.60× (median 0.51×), memory 13.9–14.4
+//! B/key on average and 17.4–20.9 at the peak. Merges running on the other
+//! core cost the lookups 0–9% (their mean time with and without one); the
+//! rest of the gap is the lookup itself.
 //!
 //! The last row is the honest figure when every core is busy: rebuilding
 //! the base for every 6% of it written costs more than the writes
