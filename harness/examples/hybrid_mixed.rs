@@ -24,9 +24,9 @@
 //! thread); for the hybrid map also writes per second **charging the merge
 //! thread's CPU time to the writes** (the honest "merges included" figure
 //! on a machine whose cores are all busy), the merges run, their duration,
-//! and lookup latency percentiles split by whether a merge was running
-//! (polled every 256 operations); the layers at the end and at the memory
-//! peak.
+//! and lookup latency (mean and percentiles) split by whether a merge was
+//! running (polled every 256 operations); the layers at the end and at the
+//! memory peak.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
