@@ -572,6 +572,39 @@ mod tests {
         assert_eq!(layer.get("bbbb/1"), Some(101));
     }
 
+    /// With slots to spare, a prefix of exactly `MIN_KEYS` keys gets one
+    /// and a prefix of one key fewer does not.
+    #[test]
+    fn a_prefix_needs_min_keys_keys_for_a_slot() {
+        // One large directory, so that the slots hold a quarter of the
+        // keys, and four directories of each size; all nine prefixes are
+        // 9 bytes, and none of 10 bytes has MIN_KEYS keys but the large
+        // directory's, whose ten would save fewer steps.
+        let dir = |first: char, files: u64| {
+            (0..files).map(move |i| format!("{first}-group-/{i}").into_bytes())
+        };
+        let full = ['A', 'B', 'C', 'D'];
+        let short = ['a', 'b', 'c', 'd'];
+        let mut keys: Vec<Vec<u8>> = (dir('Z', 1000))
+            .chain(full.iter().flat_map(|&c| dir(c, MIN_KEYS)))
+            .chain(short.iter().flat_map(|&c| dir(c, MIN_KEYS - 1)))
+            .collect();
+        let layer = layer_of(&mut keys);
+        assert_eq!(layer.jump.depth(), 9);
+        let mut prefixes: Vec<Vec<u8>> = held(&layer).into_iter().map(|(p, _)| p).collect();
+        prefixes.sort();
+        let expected: Vec<Vec<u8>> = (full.iter().chain(&['Z']))
+            .map(|c| format!("{c}-group-/").into_bytes())
+            .collect();
+        assert_eq!(prefixes, expected);
+        let bytes = layer.as_bytes();
+        assert!(layer.jump.start(bytes, b"A-group-/3").is_some());
+        assert_eq!(layer.jump.start(bytes, b"a-group-/3"), None);
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(layer.get(key), Some(i as u64));
+        }
+    }
+
     #[test]
     fn layers_whose_prefixes_are_short_or_rare_have_no_table() {
         // Random keys: only their first byte or two have many keys each.
