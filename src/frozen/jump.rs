@@ -116,6 +116,7 @@ impl JumpTable {
         }
         if footer[2..8] != [0; 6]
             || padding >= ALIGN
+            || padding > section.len() - FOOTER_LEN
             || !(section.start + padding).is_multiple_of(ALIGN)
         {
             return Err(corrupt(format!(
@@ -651,6 +652,21 @@ mod tests {
             })
             .collect();
         assert_eq!(layer_of(&mut quarter).jump.depth(), "shared/prefix/".len());
+    }
+
+    /// A footer whose padding is longer than the section leaves room for
+    /// is an error, not an overflow.
+    #[test]
+    fn padding_past_the_section_is_corrupt() {
+        // The section is 20 bytes at offset 54: its footer claims 10 bytes
+        // of padding (aligned: 54 + 10 = 64) but only 4 precede it.
+        let mut bytes = vec![0u8; 74];
+        let footer = &mut bytes[58..];
+        footer[0] = MAX_DEPTH as u8;
+        footer[1] = 10;
+        footer[8..].copy_from_slice(&1u64.to_le_bytes());
+        let err = JumpTable::parse(&bytes, 54..74).unwrap_err();
+        assert!(err.to_string().contains("padding"), "{err}");
     }
 
     #[test]
