@@ -272,6 +272,46 @@ fn a_jump_footer_claiming_more_padding_than_its_section_holds_is_corrupt() {
     }
 }
 
+/// Behind a valid checksum, each byte of the jump table's footer set to
+/// values at the edges of its fields, and the section cut or lengthened to
+/// every size below 100 bytes (its footer kept): each file is refused as
+/// corrupt or read as a layer that answers right, and none panics.
+#[test]
+fn no_jump_footer_or_section_length_panics() {
+    let layer = sample_jump();
+    let bytes = layer.as_bytes().to_vec();
+    let section = jump_section(&bytes);
+    let trailer = bytes.len() - 32;
+    let mut damaged = Vec::new();
+    for at in section.end - 16..section.end {
+        for value in [0u8, 1, 4, 5, 15, 16, 24, 25, 63, 64, 255] {
+            let mut file = bytes.clone();
+            file[at] = value;
+            damaged.push(file);
+        }
+    }
+    let whole = &bytes[section.clone()];
+    for len in 0..100usize {
+        let cut = match len.checked_sub(whole.len()) {
+            None => whole[whole.len() - len..].to_vec(),
+            Some(more) => [vec![0; more], whole.to_vec()].concat(),
+        };
+        damaged.push([&bytes[..section.start], &cut, &bytes[trailer..]].concat());
+    }
+    let expected: Vec<_> = layer.iter().collect();
+    for mut file in damaged {
+        reseal(&mut file);
+        match FrozenLayer::<u64>::from_bytes(file) {
+            Ok(read) => {
+                for (key, value) in &expected {
+                    assert_eq!(read.get(key), Some(*value));
+                }
+            }
+            Err(e) => assert!(matches!(e, Error::Corrupt { .. }), "{e}"),
+        }
+    }
+}
+
 #[test]
 fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
     let bytes = sample_u64().as_bytes().to_vec();
