@@ -342,6 +342,9 @@ impl Built {
             if level.is_empty() || level.len() > SEARCH_WIDTH * most {
                 break;
             }
+            if depth < MIN_DEPTH {
+                continue;
+            }
             let mut kept = level.clone();
             if kept.len() > most {
                 kept.select_nth_unstable_by_key(most, |p| Reverse(p.keys()));
@@ -350,7 +353,7 @@ impl Built {
             // The walk steps saved, summed over the keys.
             let covered: u64 = kept.iter().map(Prefix::keys).sum();
             let score = covered * depth as u64;
-            if depth >= MIN_DEPTH && covered * MIN_SHARE >= key_count && score >= best_score {
+            if covered * MIN_SHARE >= key_count && score >= best_score {
                 (best, best_score) = (Some((kept, depth)), score);
             }
         }
