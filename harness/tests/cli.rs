@@ -237,6 +237,22 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
             .any(|f| f.as_str().unwrap().starts_with("batched lookup: ")),
         "{failures:?}"
     );
+    // Each reported lookup names the value of the key it shows: the wrong
+    // answers are the right value plus one, for values divisible by 10.
+    let mut lookups = 0;
+    for failure in failures.iter().map(|f| f.as_str().unwrap()) {
+        if !failure.contains("lookup: ") {
+            continue;
+        }
+        let (got, want) = failure
+            .rsplit_once(" returned Some(")
+            .and_then(|(_, rest)| rest.split_once("), expected "))
+            .unwrap_or_else(|| panic!("{failure}"));
+        let (got, want): (u64, u64) = (got.parse().unwrap(), want.parse().unwrap());
+        assert!(want % 10 == 0 && got == want + 1, "{failure}");
+        lookups += 1;
+    }
+    assert!(lookups >= 2, "{failures:?}");
 }
 
 #[test]
