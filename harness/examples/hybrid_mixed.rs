@@ -21,7 +21,8 @@
 //! not counted) as bytes per present key, averaged over samples taken every
 //! 10,000 operations, at its peak, and at the end; lookup and write
 //! throughput (operations over the time spent in them by the workload
-//! thread; each key's bytes are read before its operation's clock starts); for the hybrid map also writes per second **charging the merge
+//! thread; each key's bytes are read before its operation's clock
+//! starts); for the hybrid map also writes per second **charging the merge
 //! thread's CPU time to the writes** (the honest "merges included" figure
 //! on a machine whose cores are all busy), the merges run, their duration,
 //! and lookup latency (mean and percentiles) split by whether a merge was

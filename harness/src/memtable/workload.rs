@@ -33,7 +33,7 @@ use memkv::memtable::{
 
 use super::Order;
 use super::record::MemtableRecord;
-use crate::dataset::{Dataset, LSM_VALUE_LEN, lsm_value};
+use crate::dataset::{Dataset, Keys, LSM_VALUE_LEN, lsm_value};
 use crate::measure::{Snapshot, per_second, phase};
 use crate::rng::{SEED_LOOKUP, SplitMix64};
 
@@ -63,9 +63,8 @@ impl Subject for memkv::VecMemtable {
 /// them costs the same in both orders.
 #[derive(Debug)]
 pub(crate) struct Workload {
-    /// Entry `i`'s key is `keys[key_ends[i - 1]..key_ends[i]]`.
-    keys: Vec<u8>,
-    key_ends: Vec<usize>,
+    /// Entry `i`'s key is `keys.get(i)`.
+    keys: Keys,
     /// `values[i * LSM_VALUE_LEN..][..LSM_VALUE_LEN]` is entry `i`'s value.
     values: Vec<u8>,
     /// Entry indices sorted by key.
@@ -87,12 +86,10 @@ impl Workload {
             Order::Random => (0..n as u32).collect(),
             Order::Sequential => by_key.clone(),
         };
-        let (mut keys, mut key_ends) = (Vec::with_capacity(ds_keys.total_bytes()), Vec::new());
+        let keys = ds_keys.gather(&insert);
         let mut values = vec![0u8; n * LSM_VALUE_LEN];
         let mut buf = [0u8; LSM_VALUE_LEN];
         for (&d, chunk) in insert.iter().zip(values.chunks_exact_mut(LSM_VALUE_LEN)) {
-            keys.extend_from_slice(ds_keys.get(d as usize));
-            key_ends.push(keys.len());
             lsm_value(dataset.values[d as usize], &mut buf);
             chunk.copy_from_slice(&buf);
         }
@@ -104,7 +101,6 @@ impl Workload {
         SplitMix64::new(SEED_LOOKUP).shuffle(&mut lookup);
         Workload {
             keys,
-            key_ends,
             values,
             sorted,
             lookup,
@@ -113,7 +109,7 @@ impl Workload {
 
     /// Entries.
     pub(crate) fn len(&self) -> usize {
-        self.key_ends.len()
+        self.keys.len()
     }
 
     /// Entries in insert order.
@@ -123,9 +119,7 @@ impl Workload {
 
     #[inline]
     fn key(&self, i: u32) -> &[u8] {
-        let i = i as usize;
-        let start = if i == 0 { 0 } else { self.key_ends[i - 1] };
-        &self.keys[start..self.key_ends[i]]
+        self.keys.get(i as usize)
     }
 
     #[inline]
@@ -135,7 +129,7 @@ impl Workload {
 
     /// Key and value bytes of every entry.
     fn raw_bytes(&self) -> usize {
-        self.keys.len() + self.values.len()
+        self.keys.total_bytes() + self.values.len()
     }
 }
 
@@ -157,7 +151,7 @@ fn fold(acc: u64, key: &[u8], seqno: u64, value: &[u8]) -> u64 {
 /// Measures implementation `M` on `w` into `rec`.
 pub(crate) fn run<M: Subject>(w: &Workload, rec: &mut MemtableRecord) {
     let n = w.len();
-    rec.key_len = (w.keys.len() / n.max(1)) as u64;
+    rec.key_len = (w.keys.total_bytes() / n.max(1)) as u64;
     rec.value_len = LSM_VALUE_LEN as u64;
     if let Err(e) = load::<M>(w, rec) {
         rec.error = Some(format!("write path: {e}"));
@@ -332,27 +326,17 @@ fn lookups(w: &Workload, mem: &impl MemtableRead, rec: &mut MemtableRecord) {
     // Keys and values copied in lookup order first (untimed), so that the
     // timed loop reads them front to back, as requests bring their keys; as
     // the main harness does, and for the same reason (see `measure.rs`).
-    let (mut keys, mut ends) = (
-        Vec::with_capacity(w.keys.len()),
-        Vec::with_capacity(w.len()),
-    );
+    let keys = w.keys.gather(&w.lookup);
     let mut values = Vec::with_capacity(w.values.len());
     for &i in &w.lookup {
-        keys.extend_from_slice(w.key(i));
-        ends.push(keys.len());
         values.extend_from_slice(w.value(i));
     }
     let mut correct = 0u64;
     let mut wrong = Vec::new();
     let start = Instant::now();
-    let mut key_start = 0;
-    for (j, (&key_end, want)) in ends
-        .iter()
-        .zip(values.chunks_exact(LSM_VALUE_LEN))
-        .enumerate()
-    {
+    for (j, want) in values.chunks_exact(LSM_VALUE_LEN).enumerate() {
         if mem.get_with(
-            &keys[key_start..key_end],
+            keys.get(j),
             MAX_SEQNO,
             |l| matches!(l, Lookup::Found(v) if v == want),
         ) {
@@ -360,10 +344,9 @@ fn lookups(w: &Workload, mem: &impl MemtableRead, rec: &mut MemtableRecord) {
         } else if wrong.len() < MAX_FAILURES {
             wrong.push(w.lookup[j]);
         }
-        key_start = key_end;
     }
     let elapsed = start.elapsed();
-    drop((keys, ends, values));
+    drop((keys, values));
     rec.lookup_ops_per_s = Some(per_second(w.len(), elapsed));
     rec.lookups = Some(w.len() as u64);
     rec.correct_lookups = Some(correct);
