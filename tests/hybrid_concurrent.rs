@@ -585,3 +585,93 @@ fn retain_remembers_a_write_to_a_later_key() {
     assert_eq!(asked, want);
     assert_eq!(map.iter().collect::<Vec<_>>(), [(b"b".to_vec(), 2)]);
 }
+
+/// Blind writers (`put`, `delete`) on keys of their own, over a frozen base
+/// and with merges running, while another thread asks for `len` (which
+/// settles their pending entries) and reads: `len` stays within what the
+/// writes allow at every moment, and is exact at the end.
+#[test]
+fn blind_writes_keep_len_exact_while_len_and_merges_settle_them() {
+    const FROZEN: u64 = 2_000;
+    const WRITERS: u64 = 2;
+    const WRITES: u64 = 3_000;
+    let map = Arc::new(frozen_with_inline_merges("b", FROZEN));
+    let stop = Arc::new(AtomicBool::new(false));
+    let counter = {
+        let (map, stop) = (Arc::clone(&map), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut asked = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let len = map.len() as u64;
+                // Each writer adds at most WRITES / 2 keys and removes at
+                // most WRITES / 4 of the base's.
+                let (low, high) = (FROZEN - WRITERS * WRITES / 4, FROZEN + WRITERS * WRITES / 2);
+                assert!((low..=high).contains(&len), "len {len}");
+                assert_eq!(map.get("b/00001"), Some(1), "never written");
+                asked += 1;
+            }
+            asked
+        })
+    };
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|t| {
+            let map = Arc::clone(&map);
+            thread::spawn(move || {
+                for i in 0..WRITES {
+                    let base = format!("b/{:05}", 2 + (t + WRITERS * i) % (FROZEN - 2));
+                    match i % 4 {
+                        // A new key, then an absent key's tombstone.
+                        0 => map.put(format!("w/{t}/{i:05}"), i),
+                        1 => map.delete(format!("x/{t}/{i:05}")),
+                        // An update of a base key, and a removal of one.
+                        2 => map.put(&base, i),
+                        _ => map.delete(&base),
+                    }
+                    if i % 500 == 0 {
+                        // A write that looks below, over a pending entry.
+                        map.insert(format!("w/{t}/{i:05}"), i + 1);
+                    }
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let asked = counter.join().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    for i in 0..FROZEN {
+        model.insert(format!("b/{i:05}").into_bytes(), i);
+    }
+    for t in 0..WRITERS {
+        for i in 0..WRITES {
+            let base = format!("b/{:05}", 2 + (t + WRITERS * i) % (FROZEN - 2)).into_bytes();
+            match i % 4 {
+                0 => {
+                    model.insert(format!("w/{t}/{i:05}").into_bytes(), i);
+                }
+                1 => {}
+                2 => {
+                    model.insert(base, i);
+                }
+                _ => {
+                    model.remove(&base);
+                }
+            }
+            if i % 500 == 0 {
+                model.insert(format!("w/{t}/{i:05}").into_bytes(), i + 1);
+            }
+        }
+    }
+    assert_eq!(map.len(), model.len(), "{:?}", map.stats());
+    assert!(
+        asked > 0 && map.stats().merges > 1,
+        "{asked} {:?}",
+        map.stats()
+    );
+    assert_eq!(
+        map.iter().collect::<Vec<_>>(),
+        model.into_iter().collect::<Vec<_>>()
+    );
+}

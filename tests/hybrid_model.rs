@@ -81,6 +81,13 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
 enum Op {
     Insert(Vec<u8>, u64),
     Remove(Vec<u8>),
+    /// Blind writes: their entries stay pending until `len` (or a merge,
+    /// or a write that looks below) settles them.
+    Put(Vec<u8>, u64),
+    Delete(Vec<u8>),
+    /// `len` and `is_empty`, which settle pending entries: asked only now
+    /// and then, so that pending entries meet the other operations.
+    Len,
     Get(Vec<u8>),
     /// Some keys, present ones among them, looked up at once.
     GetMany(Vec<Vec<u8>>, Vec<prop::sample::Index>),
@@ -171,6 +178,9 @@ fn op_without_merges() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => (key(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
         6 => key().prop_map(Op::Remove),
+        8 => (key(), any::<u64>()).prop_map(|(k, v)| Op::Put(k, v)),
+        5 => key().prop_map(Op::Delete),
+        3 => Just(Op::Len),
         4 => key().prop_map(Op::Get),
         1 => (prop::collection::vec(key(), 0..24), prop::collection::vec(any::<prop::sample::Index>(), 0..24))
             .prop_map(|(keys, present)| Op::GetMany(keys, present)),
@@ -237,6 +247,19 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 prop_assert_eq!(map.remove_entry(&k), model.remove_entry(&k))
             }
             Op::Remove(k) => prop_assert_eq!(map.remove(&k), model.remove(&k)),
+            Op::Put(k, v) => {
+                map.put(&k, Val(v));
+                model.insert(k, Val(v));
+            }
+            Op::Delete(k) => {
+                map.delete(&k);
+                model.remove(&k);
+            }
+            Op::Len => {
+                prop_assert_eq!(map.len(), model.len());
+                prop_assert_eq!(map.is_empty(), model.is_empty());
+                prop_assert_eq!(map.stats().delta_pending, 0);
+            }
             Op::Get(k) => {
                 prop_assert_eq!(map.get(&k), model.get(&k).copied());
                 prop_assert_eq!(map.contains_key(&k), model.contains_key(&k));
@@ -421,9 +444,8 @@ fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestC
                 prop_assert!(map.get_many(&keys).iter().all(Option::is_none));
             }
         }
-        prop_assert_eq!(map.len(), model.len());
-        prop_assert_eq!(map.is_empty(), model.is_empty());
     }
+    prop_assert_eq!(map.len(), model.len());
     for (original, held) in originals {
         prop_assert_eq!(original.len(), held.len());
         let got: Vec<_> = original.iter().collect();
@@ -738,4 +760,43 @@ fn clear_empties_every_layer() {
     );
     map.clear();
     assert!(map.is_empty());
+}
+
+/// Blind writes by the thousand: `len` settles them in several batches,
+/// and a merge counts those it seals in several too.
+#[test]
+fn many_blind_writes_are_counted_in_batches() {
+    let key = |i: u64| format!("usr/share/doc/pkg{i:05}/copyright");
+    let map: HybridMap<Val> = HybridConfig::new().manual().build();
+    let mut model = BTreeMap::new();
+    for i in (0..20_000).step_by(2) {
+        map.insert(key(i), Val(i));
+        model.insert(key(i).into_bytes(), Val(i));
+    }
+    map.freeze().unwrap();
+    // Odd keys are new, even ones in the base; every third write removes.
+    let write = |i: u64, map: &HybridMap<Val>, model: &mut BTreeMap<Vec<u8>, Val>| {
+        if i.is_multiple_of(3) {
+            map.delete(key(i));
+            model.remove(key(i).as_bytes());
+        } else {
+            map.put(key(i), Val(i + 1));
+            model.insert(key(i).into_bytes(), Val(i + 1));
+        }
+    };
+    for i in 0..6_000 {
+        write(i, &map, &mut model);
+    }
+    assert_eq!(map.stats().delta_pending, 6_000);
+    assert_eq!(map.len(), model.len(), "settled by len");
+    assert_eq!(map.stats().delta_pending, 0);
+    for i in 6_000..16_000 {
+        write(i, &map, &mut model);
+    }
+    // Sealed with 10,000 pending entries, counted by the merge.
+    map.freeze().unwrap();
+    assert_eq!(map.stats().len, model.len());
+    assert_eq!(map.len(), model.len(), "counted by the merge");
+    let got: Vec<_> = map.iter().collect();
+    assert_eq!(got, model.into_iter().collect::<Vec<_>>());
 }

@@ -19,6 +19,17 @@
 //! removed). The first layer that holds a key decides: its value, or
 //! absence for a tombstone. So:
 //!
+//! * an entry of the fresh delta is **settled** (the map knows whether the
+//!   layers below hold its key, and has counted it in `len`) or **pending**
+//!   (written by a blind write, [`put`](super::HybridMap::put) or
+//!   [`delete`](super::HybridMap::delete), which does not look below). A
+//!   pending entry answers reads as a settled one does; only `len` needs to
+//!   know what lies below it. `len` and any write with its own lookup below
+//!   settle the fresh delta's; a sealed delta keeps its own, and **the merge
+//!   that sealed it counts them** ([`Layers::count_pending`]) before it
+//!   builds anything, against the layers then below it, which its parts
+//!   have not replaced yet. Otherwise merges read pending entries as any;
+//!
 //! * a tombstone is only needed, and only written, when an older layer holds
 //!   a value for the key; a key whose only value is in the fresh delta is
 //!   removed from it outright;
@@ -38,7 +49,7 @@
 use std::fmt;
 use std::mem;
 use std::ops::{Bound, ControlFlow};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use super::base::Base;
 use super::filter::{KeyFilter, key_hash};
@@ -52,10 +63,16 @@ use crate::{FastArt, FrozenLayer, FrozenValue};
 /// 16, and a tombstone none. On the Debian paths that is about an eighth of
 /// a delta's bytes (its keys' suffixes are most of the rest).
 ///
-/// Invariants: no key is in both `values` and `tombstones`; every key in
-/// either has been added to `filter` since the filter was last built, so a
-/// key the filter rules out is in neither. Writes go through
-/// [`Delta::put`] and [`Delta::remove`], which keep both.
+/// `pending` holds the entries of blind writes (values and tombstones,
+/// `None`) until they are settled: whether the layers below hold the key is
+/// not known yet (see the module's invariants). A pending `u64` takes 16
+/// bytes in its leaf; pending entries are few and short-lived.
+///
+/// Invariants: no key is in more than one of `values`, `tombstones` and
+/// `pending`; every key in any has been added to `filter` since the filter
+/// was last built, so a key the filter rules out is in none. Writes go
+/// through [`Delta::put`], [`Delta::put_pending`], [`Delta::settle`] and
+/// [`Delta::remove`], which keep both.
 ///
 /// In the fresh delta, `ends` holds what is known to be empty at the map's
 /// ends: no layer has a live entry at or before `ends[First]`, nor at or
@@ -67,6 +84,12 @@ use crate::{FastArt, FrozenLayer, FrozenValue};
 pub(crate) struct Delta<V> {
     values: FastArt<V>,
     tombstones: FastArt<()>,
+    pending: FastArt<Option<V>>,
+    /// How many of `pending` are tombstones.
+    pending_tombstones: usize,
+    /// Once sealed: the change the pending entries make to the map's count
+    /// of keys (see [`Layers::count_pending`]).
+    pending_change: OnceLock<isize>,
     filter: KeyFilter,
     ends: Mutex<[Option<Box<[u8]>>; 2]>,
 }
@@ -90,6 +113,9 @@ impl<V> Delta<V> {
         Delta {
             values: FastArt::without_auto_compact(),
             tombstones: FastArt::without_auto_compact(),
+            pending: FastArt::without_auto_compact(),
+            pending_tombstones: 0,
+            pending_change: OnceLock::new(),
             filter: KeyFilter::with_capacity(keys),
             ends: Mutex::new([None, None]),
         }
@@ -137,7 +163,7 @@ impl<V> Delta<V> {
     /// Entries: values and tombstones.
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.values.len() + self.tombstones.len()
+        self.values.len() + self.tombstones.len() + self.pending.len()
     }
 
     #[inline]
@@ -148,14 +174,21 @@ impl<V> Delta<V> {
     /// How many entries are tombstones.
     #[inline]
     pub(crate) fn tombstones(&self) -> usize {
-        self.tombstones.len()
+        self.tombstones.len() + self.pending_tombstones
     }
 
-    /// Heap bytes: the two trees, the filter and the empty ends' keys.
+    /// How many entries are pending: written blind, not yet settled.
+    #[inline]
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Heap bytes: the three trees, the filter and the empty ends' keys.
     pub(crate) fn memory_usage(&self) -> usize {
         let ends: usize = self.lock_ends().iter().flatten().map(|key| key.len()).sum();
         self.values.memory_usage()
             + self.tombstones.memory_usage()
+            + self.pending.memory_usage()
             + self.filter.memory_usage()
             + ends
     }
@@ -171,7 +204,20 @@ impl<V> Delta<V> {
         if let Some(value) = self.values.get(key) {
             return Some(Some(value));
         }
+        // Before the settled tombstones: where blind writes are used, most
+        // entries are pending; where they are not, this tree is empty.
+        if let Some(slot) = self.pending.get(key) {
+            return Some(slot.as_ref());
+        }
         self.tombstones.contains_key(key).then_some(None)
+    }
+
+    /// Whether `key` has a settled entry here (a value or a tombstone whose
+    /// standing over the layers below is known).
+    #[inline]
+    pub(crate) fn has_settled(&self, key: &[u8], hash: u64) -> bool {
+        self.filter.may_contain(hash)
+            && (self.values.contains_key(key) || self.tombstones.contains_key(key))
     }
 
     /// A walk toward where [`put`](Self::put) will write `key` (its filter
@@ -189,12 +235,14 @@ impl<V> Delta<V> {
         self.values.prefetch_paths_toward(keys.len(), |i| keys[i]);
     }
 
-    /// Writes a value (`Some`) or a tombstone (`None`) for `key`; returns
-    /// the entry it replaced.
+    /// Writes a settled value (`Some`) or tombstone (`None`) for `key`,
+    /// which has no pending entry ([`settle`](Self::settle) it first);
+    /// returns the entry it replaced.
     pub(crate) fn put(&mut self, key: &[u8], hash: u64, slot: Option<V>) -> Option<Option<V>> {
         // A key the filter rules out is in neither tree: no need to look
         // in the other one (most writes are of keys new to the delta).
         let known = self.filter.may_contain(hash);
+        debug_assert!(!known || !self.pending.contains_key(key), "settle first");
         let old = match slot {
             Some(value) => {
                 self.forget_ends_crossed_by(key);
@@ -219,6 +267,82 @@ impl<V> Delta<V> {
         old
     }
 
+    /// Writes a pending value (`Some`) or tombstone (`None`) for `key`, which
+    /// has no settled entry: a blind write, which does not know whether the
+    /// layers below hold the key. Returns the pending entry it replaced.
+    pub(crate) fn put_pending(
+        &mut self,
+        key: &[u8],
+        hash: u64,
+        slot: Option<V>,
+    ) -> Option<Option<V>> {
+        debug_assert!(
+            !self.has_settled(key, hash),
+            "a settled key is written settled"
+        );
+        if slot.is_some() {
+            self.forget_ends_crossed_by(key);
+        } else {
+            self.pending_tombstones += 1;
+        }
+        let old = self.pending.insert(key, slot);
+        match &old {
+            Some(None) => self.pending_tombstones -= 1,
+            Some(Some(_)) => {}
+            None => {
+                self.filter.add(hash);
+                if self.filter.is_full() {
+                    self.rebuild_filter();
+                }
+            }
+        }
+        old
+    }
+
+    /// Settles `key`'s pending entry, if it has one, now that whether the
+    /// layers below hold the key (`below`) is known: a value or a tombstone
+    /// that hides something becomes settled, a tombstone over nothing goes.
+    /// Returns the change to the map's count of settled keys: +1 for a
+    /// value over nothing (a key new to the map), -1 for a tombstone over a
+    /// value, 0 otherwise.
+    pub(crate) fn settle(&mut self, key: &[u8], hash: u64, below: bool) -> isize {
+        if self.pending.is_empty() || !self.filter.may_contain(hash) {
+            return 0;
+        }
+        match self.pending.remove(key) {
+            None => 0,
+            Some(Some(value)) => {
+                self.values.insert(key, value);
+                isize::from(!below)
+            }
+            Some(None) => {
+                self.pending_tombstones -= 1;
+                if below {
+                    self.tombstones.insert(key, ());
+                    -1
+                } else {
+                    0
+                }
+            }
+        }
+    }
+
+    /// Up to `max` pending entries after `after` (from the first if
+    /// `None`), in order: each key, and whether it is a value (not a
+    /// tombstone). In batches, so that settling or counting many pending
+    /// entries never copies all their keys at once.
+    pub(crate) fn pending_batch(&self, after: Option<&[u8]>, max: usize) -> Vec<(Vec<u8>, bool)> {
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut entries = self.pending.range::<[u8], _>((start, Bound::Unbounded));
+        let mut batch = Vec::with_capacity(max.min(self.pending.len()));
+        while batch.len() < max
+            && let Some((key, slot)) = entries.next_entry()
+        {
+            batch.push((key.to_vec(), slot.is_some()));
+        }
+        batch
+    }
+
     /// A live entry for `key` is being written: an empty end that reaches
     /// past it no longer is.
     #[inline]
@@ -232,9 +356,10 @@ impl<V> Delta<V> {
         }
     }
 
-    /// Removes `key`'s entry outright; returns it.
+    /// Removes `key`'s settled entry outright; returns it.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Option<V>> {
         // The filter keeps the key's bits: a false positive, never a miss.
+        debug_assert!(!self.pending.contains_key(key), "settle first");
         match self.values.remove(key) {
             Some(value) => Some(Some(value)),
             None => self.tombstones.remove(key).map(|()| None),
@@ -258,49 +383,7 @@ impl<V> Delta<V> {
         direction: Direction,
         mut visit: impl FnMut(&[u8], Option<&V>) -> ControlFlow<()>,
     ) {
-        let mut values = self.values.range::<[u8], _>(bounds);
-        let mut tombstones = self.tombstones.range::<[u8], _>(bounds);
-        let backward = direction == Direction::Backward;
-        let mut value = if backward {
-            values.next_back_entry()
-        } else {
-            values.next_entry()
-        };
-        let mut tombstone = if backward {
-            tombstones.next_back_entry()
-        } else {
-            tombstones.next_entry()
-        };
-        loop {
-            // The trees hold no key in common, so the nearer head is next.
-            let next_is_value = match (&value, &tombstone) {
-                (None, None) => return,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (Some((v, _)), Some((t, _))) => (v < t) != backward,
-            };
-            if next_is_value {
-                let (key, v) = value.expect("checked above");
-                if visit(key, Some(v)).is_break() {
-                    return;
-                }
-                value = if backward {
-                    values.next_back_entry()
-                } else {
-                    values.next_entry()
-                };
-            } else {
-                let (key, ()) = tombstone.expect("checked above");
-                if visit(key, None).is_break() {
-                    return;
-                }
-                tombstone = if backward {
-                    tombstones.next_back_entry()
-                } else {
-                    tombstones.next_entry()
-                };
-            }
-        }
+        merge_trees(self, bounds, direction == Direction::Backward, &mut visit);
     }
 
     /// The first (or, if `last`, the last) entry within `bounds`, handed to
@@ -311,25 +394,13 @@ impl<V> Delta<V> {
         last: bool,
         offer: impl FnOnce(&[u8], Option<&V>),
     ) {
-        let mut values = self.values.range::<[u8], _>(bounds);
-        let mut tombstones = self.tombstones.range::<[u8], _>(bounds);
-        let (value, tombstone) = if last {
-            (values.next_back_entry(), tombstones.next_back_entry())
-        } else {
-            (values.next_entry(), tombstones.next_entry())
-        };
-        match (value, tombstone) {
-            (None, None) => {}
-            (Some((key, v)), None) => offer(key, Some(v)),
-            (None, Some((key, ()))) => offer(key, None),
-            (Some((vk, v)), Some((tk, ()))) => {
-                if (vk > tk) == last {
-                    offer(vk, Some(v))
-                } else {
-                    offer(tk, None)
-                }
+        let mut offer = Some(offer);
+        merge_trees(self, bounds, last, |key, slot| {
+            if let Some(offer) = offer.take() {
+                offer(key, slot);
             }
-        }
+            ControlFlow::Break(())
+        });
     }
 
     /// Rebuilds the filter for twice the keys it holds now: the delta grew
@@ -351,6 +422,9 @@ impl<V: Clone> Clone for Delta<V> {
         Delta {
             values: self.values.clone(),
             tombstones: self.tombstones.clone(),
+            pending: self.pending.clone(),
+            pending_tombstones: self.pending_tombstones,
+            pending_change: self.pending_change.clone(),
             filter: self.filter.clone(),
             ends: Mutex::new(self.lock_ends().clone()),
         }
@@ -362,10 +436,82 @@ impl<V> fmt::Debug for Delta<V> {
         f.debug_struct("Delta")
             .field("values", &self.values.len())
             .field("tombstones", &self.tombstones.len())
+            .field("pending", &self.pending.len())
             .field("filter", &self.filter)
             .finish()
     }
 }
+
+/// Hands `visit` the entries of `delta`'s three trees within `bounds`,
+/// merged into one key order (decreasing if `backward`), until it breaks.
+fn merge_trees<V>(
+    delta: &Delta<V>,
+    bounds: KeyBounds<'_>,
+    backward: bool,
+    mut visit: impl FnMut(&[u8], Option<&V>) -> ControlFlow<()>,
+) {
+    let mut values = delta.values.range::<[u8], _>(bounds);
+    let mut tombstones = delta.tombstones.range::<[u8], _>(bounds);
+    let mut pending = delta.pending.range::<[u8], _>(bounds);
+    let mut value = next_in(&mut values, backward);
+    let mut tombstone = next_in(&mut tombstones, backward);
+    let mut blind = next_in(&mut pending, backward);
+    loop {
+        // The trees hold no key in common, so the nearest head is next.
+        let heads = [
+            value.map(|e| e.0),
+            tombstone.map(|e| e.0),
+            blind.map(|e| e.0),
+        ];
+        let mut next = None;
+        for (tree, key) in heads.iter().enumerate() {
+            if let Some(key) = key
+                && next.is_none_or(|best: (usize, &[u8])| (*key < best.1) != backward)
+            {
+                next = Some((tree, *key));
+            }
+        }
+        let flow = match next {
+            None => return,
+            Some((0, key)) => {
+                let flow = visit(key, value.map(|e| e.1));
+                value = next_in(&mut values, backward);
+                flow
+            }
+            Some((1, key)) => {
+                let flow = visit(key, None);
+                tombstone = next_in(&mut tombstones, backward);
+                flow
+            }
+            Some((_, key)) => {
+                let flow = visit(key, blind.and_then(|e| e.1.as_ref()));
+                blind = next_in(&mut pending, backward);
+                flow
+            }
+        };
+        if flow.is_break() {
+            return;
+        }
+    }
+}
+
+/// The next entry of `range` from the front, or from the back if
+/// `backward`.
+#[inline]
+fn next_in<'r, 'a, V>(
+    range: &'r mut crate::art::Range<'a, V>,
+    backward: bool,
+) -> Option<(&'r [u8], &'a V)> {
+    if backward {
+        range.next_back_entry()
+    } else {
+        range.next_entry()
+    }
+}
+
+/// How many pending entries of a sealed delta [`Layers::count_pending`]
+/// copies and looks up at a time.
+const COUNT_BATCH: usize = 4096;
 
 /// The immutable layers under the fresh delta: sealed deltas (newest first)
 /// and the base.
@@ -443,6 +589,74 @@ impl<V: FrozenValue> Layers<V> {
             });
         }
         self.base.get_many_into(keys, undecided, values);
+    }
+
+    /// The change that the sealed deltas' pending entries make to the count
+    /// of keys in these layers: +1 for each value over a key absent below it,
+    /// -1 for each tombstone over a present one. Each sealed delta's share is
+    /// counted once, against the layers below it (one batch of lookups), and
+    /// kept; a merge counts them before it puts any part in place, since a
+    /// new part answers for the sealed deltas too. A caller that comes
+    /// while another counts waits for it.
+    pub(crate) fn count_pending(&self) -> isize
+    where
+        V: Clone,
+    {
+        (0..self.deltas.len())
+            .map(|i| {
+                let delta = &self.deltas[i];
+                if delta.pending.is_empty() {
+                    return 0;
+                }
+                *delta.pending_change.get_or_init(|| {
+                    let mut change = 0;
+                    let mut after = None;
+                    loop {
+                        let batch = delta.pending_batch(after.as_deref(), COUNT_BATCH);
+                        let Some((last, _)) = batch.last() else {
+                            return change;
+                        };
+                        after = Some(last.clone());
+                        change += self.count_batch(i, &batch);
+                    }
+                })
+            })
+            .sum()
+    }
+
+    /// What `entries`, pending in the sealed delta at `delta` (keys with
+    /// whether each is a value), change in the count of keys of the layers
+    /// below it.
+    fn count_batch(&self, delta: usize, entries: &[(Vec<u8>, bool)]) -> isize
+    where
+        V: Clone,
+    {
+        let hashes: Vec<u64> = entries.iter().map(|(key, _)| key_hash(key)).collect();
+        let mut below: Vec<Option<bool>> = vec![None; entries.len()];
+        for older in &self.deltas[delta + 1..] {
+            for (j, (key, _)) in entries.iter().enumerate() {
+                if below[j].is_none()
+                    && let Some(slot) = older.lookup(key, hashes[j])
+                {
+                    below[j] = Some(slot.is_some());
+                }
+            }
+        }
+        let keys: Vec<&[u8]> = entries.iter().map(|(key, _)| &key[..]).collect();
+        let undecided: Vec<usize> = (0..keys.len()).filter(|&j| below[j].is_none()).collect();
+        let mut values = vec![None; keys.len()];
+        self.base.get_many_into(&keys, undecided, &mut values);
+        entries
+            .iter()
+            .zip(below.iter().zip(&values))
+            .map(|((_, is_value), (decided, value))| {
+                match (is_value, decided.unwrap_or(value.is_some())) {
+                    (true, false) => 1,
+                    (false, true) => -1,
+                    _ => 0,
+                }
+            })
+            .sum()
     }
 
     /// Whether `key` (whose [`key_hash`] is `hash`) has a value in these
@@ -530,10 +744,14 @@ mod tests {
                 (i % 3 != 0).then_some(i),
             );
         }
+        delta.put_pending(b"p1", key_hash(b"p1"), Some(1));
+        delta.put_pending(b"p2", key_hash(b"p2"), None);
         let parts = delta.values.memory_usage()
             + delta.tombstones.memory_usage()
+            + delta.pending.memory_usage()
             + delta.filter.memory_usage();
         assert!(delta.values.memory_usage() > 0 && delta.tombstones.memory_usage() > 0);
+        assert!(delta.pending.memory_usage() > 0);
         assert_eq!(delta.memory_usage(), parts);
         delta.note_empty_end(Edge::First, b"aaaa");
         delta.note_empty_end(Edge::Last, b"zzzzzz");
@@ -541,7 +759,7 @@ mod tests {
         assert_eq!(
             format!("{delta:?}"),
             format!(
-                "Delta {{ values: 66, tombstones: 34, filter: {:?} }}",
+                "Delta {{ values: 66, tombstones: 34, pending: 2, filter: {:?} }}",
                 delta.filter
             )
         );
@@ -575,6 +793,82 @@ mod tests {
             assert_eq!(delta.empty_end(Edge::Last).unwrap(), end.as_bytes());
         }
         assert_eq!(delta.empty_end(Edge::First).unwrap(), b"d");
+    }
+
+    /// Values, tombstones and pending entries come out of the three trees
+    /// in one key order, both ways; settling moves each pending entry to
+    /// where its standing over the layers below puts it.
+    #[test]
+    fn pending_entries_merge_into_order_and_settle() {
+        let mut delta = Delta::<u64>::with_capacity(4);
+        let put = |delta: &mut Delta<u64>, key: &str, slot: Option<u64>, pending: bool| {
+            let (key, hash) = (key.as_bytes(), key_hash(key.as_bytes()));
+            if pending {
+                delta.put_pending(key, hash, slot);
+            } else {
+                delta.put(key, hash, slot);
+            }
+        };
+        put(&mut delta, "a", Some(1), false);
+        put(&mut delta, "b", None, true);
+        put(&mut delta, "c", Some(3), true);
+        put(&mut delta, "d", None, false);
+        put(&mut delta, "e", Some(5), true);
+        put(&mut delta, "f", None, true);
+        // A pending entry replaced by another: a value, then a tombstone.
+        assert_eq!(delta.put_pending(b"e", key_hash(b"e"), None), Some(Some(5)));
+        assert_eq!(delta.put_pending(b"e", key_hash(b"e"), Some(6)), Some(None));
+        let entries = |delta: &Delta<u64>, direction| {
+            let mut out = Vec::new();
+            delta.visit_in((Bound::Unbounded, Bound::Unbounded), direction, |k, v| {
+                out.push((String::from_utf8(k.to_vec()).unwrap(), v.copied()));
+                ControlFlow::Continue(())
+            });
+            out
+        };
+        let forward = entries(&delta, Direction::Forward);
+        let want: Vec<_> = [("a", Some(1)), ("b", None), ("c", Some(3)), ("d", None)]
+            .into_iter()
+            .chain([("e", Some(6)), ("f", None)])
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(forward, want);
+        let mut backward = entries(&delta, Direction::Backward);
+        backward.reverse();
+        assert_eq!(backward, want);
+        let mut first = None;
+        delta.edge((Bound::Excluded(b"a"), Bound::Unbounded), false, |k, v| {
+            first = Some((k.to_vec(), v.copied()))
+        });
+        assert_eq!(first, Some((b"b".to_vec(), None)));
+        assert_eq!(
+            (delta.len(), delta.tombstones(), delta.pending()),
+            (6, 3, 4)
+        );
+        assert_eq!(delta.lookup(b"c", key_hash(b"c")), Some(Some(&3)));
+        assert!(
+            delta.has_settled(b"a", key_hash(b"a")) && !delta.has_settled(b"c", key_hash(b"c"))
+        );
+        // Settled: "b" hides a key below (-1), "c" is new (+1), "e" is not,
+        // "f" hides nothing and goes; a settled key or an absent one: 0.
+        let changes: Vec<isize> = [
+            ("b", true),
+            ("c", false),
+            ("e", true),
+            ("f", false),
+            ("a", false),
+            ("z", true),
+        ]
+        .iter()
+        .map(|(k, below)| delta.settle(k.as_bytes(), key_hash(k.as_bytes()), *below))
+        .collect();
+        assert_eq!(changes, [-1, 1, 0, 0, 0, 0]);
+        assert_eq!(
+            (delta.len(), delta.tombstones(), delta.pending()),
+            (5, 2, 0)
+        );
+        assert_eq!(delta.lookup(b"f", key_hash(b"f")), None);
+        assert!(delta.has_settled(b"c", key_hash(b"c")) && delta.has_settled(b"b", key_hash(b"b")));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! # Layers
 //!
 //! ```text
-//!  writes ──▶ fresh delta    FastArt<V> + FastArt<()> of tombstones, behind an RwLock  (newest)
+//!  writes ──▶ fresh delta    FastArt<V> + FastArt<()> of tombstones               (newest)
+//!                            + FastArt<Option<V>> of pending blind writes, behind an RwLock
 //!             sealed deltas  the same, immutable, in an Arc                            (being merged)
 //!             base           Arc<FrozenLayer<V>> per range of keys          (oldest, almost all keys)
 //! ```
@@ -20,8 +21,20 @@
 //! as much as the base's lookup). A removal writes a tombstone only when an
 //! older layer holds the key; a key that lives only in the fresh delta is
 //! simply removed from it. Ordered iteration is a streaming merge of the
-//! layers, newest winning (see [`Iter`]). [`len`](HybridMap::len) is exact: every write knows
-//! whether it adds or removes a key.
+//! layers, newest winning (see [`Iter`]).
+//!
+//! [`len`](HybridMap::len) is exact. [`insert`](HybridMap::insert) and
+//! [`remove`](HybridMap::remove) return the old value, so they look the key
+//! up below the fresh delta anyway and know whether they add or remove a key.
+//! The **blind writes** [`put`](HybridMap::put) and
+//! [`delete`](HybridMap::delete) return nothing and skip that lookup (the
+//! costly part of a write); their entries stay **pending** in a third tree of
+//! the fresh delta, read like any other, until something needs to count
+//! them: `len` (which looks all pending keys up below in one batch), the next
+//! write to the same key that looks below, or, for those a merge seals, that
+//! merge, which counts them against the layers below (one batch of lookups
+//! on its thread, no lock held, before it builds) and adds the count to
+//! `len` when its new base is in place.
 //!
 //! A **merge** seals the fresh delta (an O(1) swap: it becomes an immutable
 //! sealed delta and an empty fresh delta takes the writes), then streams the
@@ -58,6 +71,8 @@
 //! | [`get`](HybridMap::get), [`contains_key`](HybridMap::contains_key) | the fresh delta's read lock during one lookup in it | a writer's single update of the fresh delta (a `FastArt` insert or remove: well under a microsecond, a few µs when the arena grows a chunk), a merge's seal (one swap), or the longer holders of the write lock below: a live [`Entry`], a `pop_first`/`pop_last`, a `retain` asking again; and, when a writer waits for the write lock (the lock then blocks new readers), what that writer waits for |
 //! | [`get_many`](HybridMap::get_many) | the read lock while it looks the whole batch up in the fresh delta (mostly one filter probe per key) | as `get` |
 //! | [`insert`](HybridMap::insert), [`remove`](HybridMap::remove) | the read lock while it looks the key's old value up below the fresh delta (an fst lookup, about 2 µs), walking the key's path in the fresh delta beside it; then the write lock during one `FastArt` update (and, when the fresh delta outgrows its filter's sizing — only if merges fall behind or never run — one rebuild of the filter from its keys: ~0.3 µs per key, 0.15 s at 500 k entries) | holders of the write lock, for the read lock; for the write lock, readers' lookups in the fresh delta, iterators' copies (below), other writers, and other writers' old-value lookups under the read lock |
+//! | [`put`](HybridMap::put), [`delete`](HybridMap::delete) | the write lock during one `FastArt` update of the pending tree (or, for a key the fresh delta already holds settled, as `insert`/`remove`) | for the write lock: readers' lookups in the fresh delta, iterators' copies, other writers |
+//! | [`len`](HybridMap::len), [`is_empty`](HybridMap::is_empty) | with no pending entries: the read lock for one load. Otherwise the read lock while it copies the pending keys, none while it looks them up below (in one batch, about 1 µs per key), then the write lock for each 1,024 of them while it settles those (a `FastArt` move per key: about a millisecond), and once more for any written meanwhile (a lookup below for each) | as `insert`; and the blind writes since the last call, once; just after a merge sealed blind writes, that merge's count of them |
 //! | each entry of [`extend`](HybridMap::extend) | the write lock during one `FastArt` update, as `insert` (the old values were looked up for the whole batch first, with no lock, and its paths in the fresh delta walked under the read lock) | as `insert` |
 //! | [`iter`](HybridMap::iter), [`range`](HybridMap::range), [`prefix`](HybridMap::prefix) | the read lock while copying the fresh delta's entries in range | as `get` |
 //! | [`clone`](HybridMap::clone) | the read lock while copying the fresh delta (the frozen layers are shared) | as `get` |
@@ -65,6 +80,7 @@
 //! | [`pop_first`](HybridMap::pop_first), [`pop_last`](HybridMap::pop_last) | the write lock while it finds the entry (as `first_key_value`, starting where the last pop from that end left off) and looks its key up below the fresh delta, then removes it | as `insert` |
 //! | [`entry`](HybridMap::entry) | the read lock while it looks the key's old value up, as `insert`; then the write lock until the entry is dropped: as long as the caller keeps it | as `insert` |
 //! | [`retain`](HybridMap::retain) | the read lock for its snapshot (as `iter`), then for each entry rejected the read lock for its old-value lookup, as `remove`, and the write lock while `keep` is asked again if another writer came since the snapshot, and the entry removed | as `iter`, then as `insert` |
+//! | [`stats`](HybridMap::stats) | the read lock for a few loads | as `get`; just after a merge sealed blind writes, that merge's count of them |
 //! | [`freeze`](HybridMap::freeze), [`save`](HybridMap::save), [`clear`](HybridMap::clear) | the merge lock | a merge already running, to its end |
 //!
 //! Readers never wait for a merge: the base and the sealed deltas are
@@ -301,7 +317,11 @@ struct Inner<V: FrozenValue> {
     /// once; (2) by a merge's end, with layers that answer every lookup
     /// alike; (3) by `clear`, under both locks.
     layers: ArcSwap<Layers<V>>,
-    /// Keys in the map; changed only under the fresh delta's write lock.
+    /// Keys in the map, less what the deltas' pending entries (blind writes,
+    /// see [`HybridMap::put`]) change: exact when they have none. Modulo
+    /// 2^64, as it may go below zero until a sealed delta's pending values
+    /// are added (atomics wrap). Changed only under the fresh delta's write
+    /// lock.
     len: AtomicUsize,
     /// How many times the fresh delta's write lock was taken to write (by
     /// [`Inner::write_fresh`]; a seal, which changes no value, does not
@@ -335,7 +355,9 @@ struct MergeRecord {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct HybridStats {
-    /// Keys in the map.
+    /// Keys in the map: exact unless [`delta_pending`](Self::delta_pending)
+    /// blind writes wait to be counted (which [`HybridMap::len`] does, and
+    /// `stats`, a look that changes nothing, does not).
     pub len: usize,
     /// Keys in the frozen base.
     pub base_keys: usize,
@@ -352,6 +374,9 @@ pub struct HybridStats {
     pub delta_entries: usize,
     /// Tombstones among `delta_entries`.
     pub delta_tombstones: usize,
+    /// Entries of the fresh delta written blind ([`HybridMap::put`],
+    /// [`HybridMap::delete`]) and not counted in `len` yet.
+    pub delta_pending: usize,
     /// Heap bytes of the deltas (fresh and sealed).
     pub delta_bytes: usize,
     /// Sealed deltas: 1 while a merge runs, more only after failed merges.
@@ -384,6 +409,10 @@ enum Merged {
     Failed(Outcome),
     Cancelled,
 }
+
+/// How many pending entries [`Inner::settle_pending`] settles under one
+/// taking of the write lock: about a millisecond of readers' wait.
+const SETTLE_BATCH: usize = 1024;
 
 /// The fresh delta locked for one write, with the layers below it and what
 /// they hold for the key written (see [`Inner::lock_for_write`]).
@@ -450,12 +479,121 @@ impl<V: FrozenValue> Inner<V> {
         } else {
             layers.get(key, hash)
         };
+        self.settled_write_lock(key, fresh, layers, older, hash)
+    }
+
+    /// The write lock for a write to `key`, whose value in `layers` (those
+    /// under `fresh`) is `older`. A pending entry for `key` is settled
+    /// first: `older` tells what lies below it, and the write's own
+    /// accounting of `len` assumes a settled entry.
+    fn settled_write_lock<'a>(
+        &'a self,
+        key: &[u8],
+        mut fresh: RwLockWriteGuard<'a, Delta<V>>,
+        layers: arc_swap::Guard<Arc<Layers<V>>>,
+        older: Option<V>,
+        hash: u64,
+    ) -> WriteLock<'a, V> {
+        let change = fresh.settle(key, hash, older.is_some());
+        self.count(change);
         WriteLock {
             fresh,
             layers,
             older,
             hash,
         }
+    }
+
+    /// Adds `change` to `len`. The caller holds the fresh delta's write
+    /// lock.
+    #[inline]
+    fn count(&self, change: isize) {
+        if change > 0 {
+            self.len.fetch_add(change.unsigned_abs(), Ordering::Release);
+        } else if change < 0 {
+            self.len.fetch_sub(change.unsigned_abs(), Ordering::Release);
+        }
+    }
+
+    /// Settles every pending entry of the fresh delta and returns the exact
+    /// number of keys in the map. [`SETTLE_BATCH`] at a time, their keys are
+    /// copied under the read lock, looked up below with no lock held, then
+    /// settled under the write lock, so that readers never wait for more
+    /// than one batch; entries written blind meanwhile are looked up under
+    /// the last taking of it, one by one.
+    fn settle_pending(&self) -> usize
+    where
+        V: Clone,
+    {
+        // Settled entries leave the pending tree, so each batch is taken
+        // from its start; at most as many as were pending at first, so that
+        // blind writers cannot keep this going.
+        let mut budget = usize::MAX;
+        loop {
+            let (seen, batch) = {
+                let fresh = self.read_fresh();
+                budget = budget.min(fresh.pending());
+                if budget == 0 || fresh.pending() == 0 {
+                    break;
+                }
+                let batch = fresh.pending_batch(None, SETTLE_BATCH.min(budget));
+                (self.layers.load_full(), batch)
+            };
+            budget -= batch.len();
+            let keys: Vec<&[u8]> = batch.iter().map(|(key, _)| &key[..]).collect();
+            let hashes: Vec<u64> = keys.iter().map(|key| key_hash(key)).collect();
+            let below: Vec<bool> = {
+                let mut values = vec![None; keys.len()];
+                seen.get_many_into(&keys, &hashes, (0..keys.len()).collect(), &mut values);
+                // Dropped here, before any lock: a value's `Drop` may panic.
+                values.iter().map(Option::is_some).collect()
+            };
+            // Not `write_fresh`: settling changes no value.
+            let mut fresh = self.fresh.write().unwrap_or_else(PoisonError::into_inner);
+            // After a seal, the keys looked up are below, and counted by
+            // the merge that sealed them.
+            if self.layers.load().seals != seen.seals {
+                break;
+            }
+            for ((key, hash), below) in keys.iter().zip(hashes).zip(below) {
+                let change = fresh.settle(key, hash, below);
+                self.count(change);
+            }
+        }
+        let mut fresh = self.fresh.write().unwrap_or_else(PoisonError::into_inner);
+        let layers = self.layers.load_full();
+        self.settle_locked(&mut fresh, &layers);
+        let len = self.len.load(Ordering::Acquire);
+        drop(fresh);
+        self.with_sealed_pending(len, &layers)
+    }
+
+    /// `len`, read together with `layers` under the fresh delta's lock with
+    /// nothing pending in it, plus what the sealed deltas' pending entries
+    /// change (counted with no lock held: a merge counts them before its
+    /// build, so this waits for that at most).
+    fn with_sealed_pending(&self, len: usize, layers: &Layers<V>) -> usize
+    where
+        V: Clone,
+    {
+        // `len` alone may have gone below zero (wrapped): a removal of a
+        // key that only a sealed delta's pending value holds.
+        len.wrapping_add_signed(layers.count_pending())
+    }
+
+    /// Settles every pending entry of `fresh`, write-locked over `layers`,
+    /// looking each up there.
+    fn settle_locked(&self, fresh: &mut Delta<V>, layers: &Layers<V>) {
+        if fresh.pending() == 0 {
+            return;
+        }
+        for (key, _) in fresh.pending_batch(None, usize::MAX) {
+            let hash = key_hash(&key);
+            let below = layers.contains_key(&key, hash);
+            let change = fresh.settle(&key, hash, below);
+            self.count(change);
+        }
+        debug_assert_eq!(fresh.pending(), 0);
     }
 
     fn record(&self) -> MutexGuard<'_, MergeRecord> {
@@ -479,10 +617,12 @@ impl<V: FrozenValue + Clone> Inner<V> {
             let mut fresh = self.fresh.write().unwrap_or_else(PoisonError::into_inner);
             let current = self.layers.load();
             // With the fresh delta empty (now, or after the seal below), the
-            // older layers hold exactly the map's keys.
+            // older layers hold the map's keys: `len` counts all but what
+            // the sealed deltas' pending entries change (counted below).
             let keys = self.len.load(Ordering::Acquire);
             if !fresh.is_empty() {
-                let mut next = Delta::with_capacity(self.config.delta_keys_hint(keys));
+                let mut next =
+                    Delta::with_capacity(self.config.delta_keys_hint(current.base.len()));
                 fresh.pass_empty_ends(&mut next);
                 let sealed = mem::replace(&mut *fresh, next);
                 let mut deltas = Vec::with_capacity(current.deltas.len() + 1);
@@ -499,6 +639,10 @@ impl<V: FrozenValue + Clone> Inner<V> {
             keys
         };
         let snapshot = self.layers.load_full();
+        // The sealed deltas' pending entries are counted against the layers
+        // below them before any new part (which answers for them too) is
+        // put in place.
+        let keys = self.with_sealed_pending(keys, &snapshot);
         // The old base's parts not yet replaced, and the new parts.
         let mut old: VecDeque<Part<V>> = snapshot.base.parts().iter().cloned().collect();
         let mut new: Vec<Part<V>> = Vec::new();
@@ -552,13 +696,18 @@ impl<V: FrozenValue + Clone> Inner<V> {
                 record.last_keys = keys;
                 record.last_error = None;
                 drop(record);
-                // The sealed deltas are all in the new base now.
+                // The sealed deltas are all in the new base now, and their
+                // pending entries' change to `len` with them: under the
+                // write lock, so that `len` is read with the layers it
+                // goes with.
+                let _fresh = self.fresh.write().unwrap_or_else(PoisonError::into_inner);
                 let current = self.layers.load_full();
                 self.layers.store(Arc::new(Layers {
                     deltas: Vec::new(),
                     base: current.base.clone(),
                     seals: current.seals,
                 }));
+                self.count(current.count_pending());
                 Merged::Done
             }
             Outcome::Cancelled => Merged::Cancelled,
@@ -746,9 +895,17 @@ where
     /// assert_eq!(map.len(), 1);
     /// # Ok::<(), memkv::Error>(())
     /// ```
+    ///
+    /// Exact, whatever the writes: after blind writes ([`put`](Self::put),
+    /// [`delete`](Self::delete)) to the fresh delta it first looks their
+    /// keys up below it, in one batch, which is the lookup those writes left
+    /// out. With none since the last call, it is one atomic load under the
+    /// read lock. Blind writes that a merge has sealed are counted by that
+    /// merge before it builds; a `len` just after the seal waits for that
+    /// count (about 1 µs per entry).
     #[inline]
     pub fn len(&self) -> usize {
-        self.inner.len.load(Ordering::Acquire)
+        self.inner.settle_pending()
     }
 
     /// Whether the map has no keys.
@@ -944,6 +1101,78 @@ where
     pub fn remove_entry(&self, key: impl AsRef<[u8]>) -> Option<(Vec<u8>, V)> {
         let key = key.as_ref();
         self.remove(key).map(|value| (key.to_vec(), value))
+    }
+
+    /// Sets `key` to `value`, like [`insert`](Self::insert) but without
+    /// returning the old value: a **blind write**. Unless the fresh delta
+    /// already holds `key`, it does not look the key up in the base (the
+    /// costly part of an `insert` of a key the delta does not hold), so it
+    /// costs about one update of the small fresh delta.
+    ///
+    /// The entry stays *pending* until the map learns whether the base held
+    /// the key, which only [`len`](Self::len) and `is_empty` need. The next
+    /// call to either settles it, with that lookup, in a batch (until then
+    /// [`stats`](Self::stats) counts it under `delta_pending`, not in its
+    /// `len`); so does the next write to the key that looks below, such as
+    /// `insert`; and the merge that seals it counts it, on the merge's
+    /// thread, before it builds. Reads, iteration and merges see the value
+    /// at once, as after an `insert`.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u32> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// map.freeze()?;
+    /// map.put("a", 10); // over the base: not a new key
+    /// map.put("c", 3);
+    /// assert_eq!(map.get("a"), Some(10));
+    /// assert_eq!(map.stats().delta_pending, 2);
+    /// assert_eq!(map.len(), 3); // exact: "a" and "c" looked up in the base here
+    /// assert_eq!(map.stats().delta_pending, 0);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn put(&self, key: impl AsRef<[u8]>, value: V) {
+        self.write_blind(key.as_ref(), Some(value));
+    }
+
+    /// Removes `key`, like [`remove`](Self::remove) but without returning
+    /// the old value: a blind write, as [`put`](Self::put). Unless the fresh
+    /// delta already holds `key`, it writes a pending tombstone without
+    /// looking in the base; a merge drops the tombstone, and whatever it
+    /// hid.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u32> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// map.freeze()?;
+    /// map.delete("a");
+    /// map.delete("x"); // absent: a tombstone that hides nothing
+    /// assert_eq!(map.get("a"), None);
+    /// assert_eq!(map.len(), 1);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn delete(&self, key: impl AsRef<[u8]>) {
+        self.write_blind(key.as_ref(), None);
+    }
+
+    /// The write of [`put`](Self::put) (a value) and
+    /// [`delete`](Self::delete) (`None`).
+    fn write_blind(&self, key: &[u8], slot: Option<V>) {
+        let hash = key_hash(key);
+        let mut fresh = self.inner.write_fresh();
+        if fresh.has_settled(key, hash) {
+            // Its entry's standing over the base is known, and a pending
+            // one would lose it: write as `insert` and `remove` do (they
+            // look below, which a delta-held key seldom needs long for).
+            drop(fresh);
+            match slot {
+                Some(value) => drop(self.insert(key, value)),
+                None => drop(self.remove(key)),
+            }
+            return;
+        }
+        let layers = self.inner.layers.load();
+        let replaced = fresh.put_pending(key, hash, slot);
+        self.unlock_after_write(fresh, &layers);
+        // After the lock: its `Drop` may panic.
+        drop(replaced);
     }
 
     /// The write of [`remove`](Self::remove), under `lock`.
@@ -1163,12 +1392,9 @@ where
         // leaves the end true): the next pop starts past it, not over every
         // tombstone pops left.
         fresh.note_empty_end(edge, &key);
-        let lock = WriteLock {
-            fresh,
-            layers,
-            older,
-            hash,
-        };
+        let lock = self
+            .inner
+            .settled_write_lock(&key, fresh, layers, older, hash);
         let value = self.remove_locked(&key, lock);
         debug_assert!(value.is_some(), "the edge entry is in the map");
         Some((key, value?))
@@ -1375,8 +1601,10 @@ where
         let fresh = self.inner.read_fresh();
         let layers = self.inner.layers.load_full();
         let (entries, tombstones, bytes) = (fresh.len(), fresh.tombstones(), fresh.memory_usage());
-        let len = self.len();
+        let pending = fresh.pending();
+        let settled = self.inner.len.load(Ordering::Acquire);
         drop(fresh);
+        let len = self.inner.with_sealed_pending(settled, &layers);
         let record = self.inner.record();
         HybridStats {
             len,
@@ -1386,6 +1614,7 @@ where
             base_mapped: layers.base.mapped_bytes() > 0,
             delta_entries: entries + layers.delta_entries(),
             delta_tombstones: tombstones + layers.delta_tombstones(),
+            delta_pending: pending,
             delta_bytes: bytes + layers.delta_bytes(),
             sealed_deltas: layers.deltas.len(),
             merging: self.inner.merging.load(Ordering::Relaxed),
@@ -1397,6 +1626,18 @@ where
             last_merge_keys: record.last_keys,
             last_error: record.last_error.clone(),
         }
+    }
+
+    /// Whether a merge is running: [`stats`](Self::stats)`().merging`,
+    /// without the rest.
+    ///
+    /// ```
+    /// let map = memkv::HybridConfig::new().manual().build::<u64>();
+    /// map.insert("a", 1);
+    /// assert!(!map.is_merging());
+    /// ```
+    pub fn is_merging(&self) -> bool {
+        self.inner.merging.load(Ordering::Relaxed)
     }
 
     /// Heap bytes held by the map: the deltas (see
@@ -1592,10 +1833,11 @@ where
     /// ```
     fn clone(&self) -> Self {
         let fresh = self.inner.read_fresh();
-        // Under the read lock no write is under way, so the fresh delta,
-        // the layers under it and `len` agree.
+        // Under the read lock no write is under way, so the fresh delta
+        // (pending entries and all), the layers under it and the count
+        // agree.
         let layers = self.inner.layers.load_full();
-        let len = self.len();
+        let len = self.inner.len.load(Ordering::Acquire);
         HybridMap::from_layers(fresh.clone(), layers, len, self.inner.config.clone())
     }
 }
