@@ -182,13 +182,24 @@
 //! 0.60–0.70×), writes at 0.45–0.60× (median 0.51×), memory 13.9–14.4
 //! B/key on average and 17.4–20.9 at the peak. Merges running on the other
 //! core cost the lookups 0–9% (their mean time with and without one); the
-//! rest of the gap is the lookup itself.
+//! rest of the gap is the lookup itself. (Those runs timed each operation
+//! with its key's cache miss inside, the same for both maps; without it,
+//! as since 2026-11-26, the ratios are lower: lookups 0.61–0.74×.)
+//!
+//! The workload needs no old value, so it can write blind
+//! ([`put`](HybridMap::put), [`delete`](HybridMap::delete)). Three runs
+//! alternating with `insert`/`remove`, charging the final `len` (the lookups
+//! the blind writes left out that no merge had counted) to the writes:
+//! blind writes at **0.55–0.63×** `FastArt`'s (340–354 k/s) against
+//! 0.39–0.44× for `insert`/`remove`, memory mean 14.4–14.6 B/key against
+//! 14.0–14.2 (peaks 19.2–20.2 against 17.5–19.6).
 //!
 //! The last row is the honest figure when every core is busy: rebuilding
 //! the base for every 6% of it written costs more than the writes
-//! themselves. Even free merges would leave writes at about half of
-//! `FastArt`'s: each one looks the key up in the base first, for the old
-//! value it returns and for an exact [`len`](HybridMap::len). A larger ratio does not buy
+//! themselves. Even free merges would leave `insert` and `remove` at about
+//! half of `FastArt`'s rate: each one looks the key up in the base first,
+//! for the old value it returns and for an exact [`len`](HybridMap::len)
+//! (blind writes move that lookup to `len` and the merges). A larger ratio does not buy
 //! much of it back here (0.1, parts of 2^20: 0.22×, with peaks of 21.9–22.3
 //! B/key), as the merges mostly run on the second core anyway. On the 100,000-key sample
 //! (1 M operations; measured with the base as one layer, which a map that
