@@ -66,7 +66,8 @@ use crate::{FastArt, FrozenLayer, FrozenValue};
 /// `pending` holds the entries of blind writes (values and tombstones,
 /// `None`) until they are settled: whether the layers below hold the key is
 /// not known yet (see the module's invariants). A pending `u64` takes 16
-/// bytes in its leaf; pending entries are few and short-lived.
+/// bytes in its leaf, not 8; `len` moves pending entries to the settled
+/// trees, and a merge drops the whole delta.
 ///
 /// Invariants: no key is in more than one of `values`, `tombstones` and
 /// `pending`; every key in any has been added to `filter` since the filter
@@ -160,7 +161,7 @@ impl<V> Delta<V> {
             mem::take(self.ends.get_mut().unwrap_or_else(PoisonError::into_inner));
     }
 
-    /// Entries: values and tombstones.
+    /// Entries: values and tombstones, settled or pending.
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.values.len() + self.tombstones.len() + self.pending.len()
