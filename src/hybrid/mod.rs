@@ -2252,6 +2252,26 @@ mod tests {
         assert_eq!(lock.older, Some(26), "the fresh delta was sealed");
     }
 
+    /// What `len`'s batches leave (entries written blind while it looked
+    /// the others up) is settled under the lock, one lookup each.
+    #[test]
+    fn settling_under_the_lock_counts_every_pending_entry() {
+        let map = frozen_b_to_e();
+        map.put("a", 1); // new: +1
+        map.put("f", 6); // new: +1
+        map.put("c", 3); // over the base: 0
+        map.delete("d"); // hides a base key: -1
+        map.delete("z"); // hides nothing: 0
+        let inner = &map.inner;
+        let settled = inner.len.load(Ordering::Acquire);
+        let mut fresh = inner.write_fresh();
+        inner.settle_locked(&mut fresh, &inner.layers.load());
+        assert_eq!(fresh.pending(), 0);
+        drop(fresh);
+        assert_eq!(inner.len.load(Ordering::Acquire), settled + 1);
+        assert_eq!((map.len(), map.stats().delta_tombstones), (5, 1));
+    }
+
     #[test]
     fn a_freeze_with_nothing_to_merge_does_nothing() {
         let map = frozen_b_to_e();
