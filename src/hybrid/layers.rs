@@ -575,12 +575,27 @@ impl<V: FrozenValue> Layers<V> {
         &self,
         keys: &[K],
         hashes: &[u64],
+        undecided: Vec<usize>,
+        values: &mut [Option<V>],
+    ) where
+        V: Clone,
+    {
+        self.get_many_below(0, keys, hashes, undecided, values);
+    }
+
+    /// [`get_many_into`](Self::get_many_into) in the layers from the sealed
+    /// delta at `first` down: those below the deltas before it.
+    fn get_many_below<K: AsRef<[u8]>>(
+        &self,
+        first: usize,
+        keys: &[K],
+        hashes: &[u64],
         mut undecided: Vec<usize>,
         values: &mut [Option<V>],
     ) where
         V: Clone,
     {
-        for delta in &self.deltas {
+        for delta in &self.deltas[first..] {
             undecided.retain(|&i| match delta.lookup(keys[i].as_ref(), hashes[i]) {
                 Some(slot) => {
                     values[i] = slot.cloned();
@@ -632,30 +647,23 @@ impl<V: FrozenValue> Layers<V> {
     where
         V: Clone,
     {
-        let hashes: Vec<u64> = entries.iter().map(|(key, _)| key_hash(key)).collect();
-        let mut below: Vec<Option<bool>> = vec![None; entries.len()];
-        for older in &self.deltas[delta + 1..] {
-            for (j, (key, _)) in entries.iter().enumerate() {
-                if below[j].is_none()
-                    && let Some(slot) = older.lookup(key, hashes[j])
-                {
-                    below[j] = Some(slot.is_some());
-                }
-            }
-        }
         let keys: Vec<&[u8]> = entries.iter().map(|(key, _)| &key[..]).collect();
-        let undecided: Vec<usize> = (0..keys.len()).filter(|&j| below[j].is_none()).collect();
-        let mut values = vec![None; keys.len()];
-        self.base.get_many_into(&keys, undecided, &mut values);
+        let hashes: Vec<u64> = keys.iter().map(|key| key_hash(key)).collect();
+        let mut below = vec![None; keys.len()];
+        self.get_many_below(
+            delta + 1,
+            &keys,
+            &hashes,
+            (0..keys.len()).collect(),
+            &mut below,
+        );
         entries
             .iter()
-            .zip(below.iter().zip(&values))
-            .map(|((_, is_value), (decided, value))| {
-                match (is_value, decided.unwrap_or(value.is_some())) {
-                    (true, false) => 1,
-                    (false, true) => -1,
-                    _ => 0,
-                }
+            .zip(&below)
+            .map(|((_, is_value), value)| match (is_value, value.is_some()) {
+                (true, false) => 1,
+                (false, true) => -1,
+                _ => 0,
             })
             .sum()
     }
