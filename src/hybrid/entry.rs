@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::mem;
-use std::sync::atomic::Ordering;
 
 use super::{HybridMap, WriteLock};
 use crate::FrozenValue;
@@ -86,7 +85,7 @@ where
         let lock = self.lock();
         let replaced = lock.fresh.put(key, lock.hash, Some(value));
         if new {
-            self.map.inner.len.fetch_add(1, Ordering::Release);
+            self.map.inner.count(1);
         }
         self.wrote = true;
         // Last: its `Drop` may panic.
@@ -102,7 +101,7 @@ where
         } else {
             lock.fresh.remove(key)
         };
-        self.map.inner.len.fetch_sub(1, Ordering::Release);
+        self.map.inner.count(-1);
         self.wrote = true;
         // Last: its `Drop` may panic.
         drop(removed);

@@ -515,8 +515,8 @@ impl<V: FrozenValue> Inner<V> {
         }
     }
 
-    /// Adds `change` to `len`. The caller holds the fresh delta's write
-    /// lock.
+    /// Adds `change` to `len`: every write's count goes through here. The
+    /// caller holds the fresh delta's write lock.
     #[inline]
     fn count(&self, change: isize) {
         if change > 0 {
@@ -1077,7 +1077,7 @@ where
         // `Drop` may panic.
         let old = insert_into(&mut fresh, key, hash, value, &mut older);
         if old.is_none() {
-            self.inner.len.fetch_add(1, Ordering::Release);
+            self.inner.count(1);
         }
         self.unlock_after_write(fresh, &layers);
         old
@@ -1197,7 +1197,7 @@ where
         // As in `insert_locked`: `older` is dropped after `len` is right.
         let old = remove_from(&mut fresh, key, hash, &mut older);
         if old.is_some() {
-            self.inner.len.fetch_sub(1, Ordering::Release);
+            self.inner.count(-1);
             self.unlock_after_write(fresh, &layers);
         }
         old
