@@ -855,6 +855,17 @@ mod tests {
             (6, 3, 4)
         );
         assert_eq!(delta.lookup(b"c", key_hash(b"c")), Some(Some(&3)));
+        // Pending entries in batches: at most `max`, after the key given.
+        let batch = |after: Option<&[u8]>, max| -> Vec<(String, bool)> {
+            (delta.pending_batch(after, max).into_iter())
+                .map(|(k, is_value)| (String::from_utf8(k).unwrap(), is_value))
+                .collect()
+        };
+        assert_eq!(batch(None, 2), [("b".into(), false), ("c".into(), true)]);
+        assert_eq!(
+            batch(Some(b"c"), 5),
+            [("e".into(), true), ("f".into(), false)]
+        );
         assert!(
             delta.has_settled(b"a", key_hash(b"a")) && !delta.has_settled(b"c", key_hash(b"c"))
         );
