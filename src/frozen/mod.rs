@@ -514,16 +514,22 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// # Ok::<(), memkv::Error>(())
     /// ```
     pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Option<V>> {
+        // The column reads, apart: they do not depend on each other, so the
+        // processor overlaps their cache misses.
+        (self.rank_many(keys).into_iter())
+            .map(|ordinal| ordinal.map(|ordinal| self.value_at(ordinal)))
+            .collect()
+    }
+
+    /// The [`rank`](Self::rank) of each of `keys`, looked up as
+    /// [`get_many`](Self::get_many) does, without reading the values.
+    pub(crate) fn rank_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Option<u64>> {
         let mut ordinals = vec![None; keys.len()];
         let start = |key: &[u8]| self.walk_start(key);
         lookup::get_each(self.fst.as_bytes(), start, keys, |index, ordinal| {
             ordinals[index] = ordinal;
         });
-        // The column reads, apart: they do not depend on each other, so the
-        // processor overlaps their cache misses.
-        (ordinals.into_iter())
-            .map(|ordinal| ordinal.map(|ordinal| self.value_at(ordinal)))
-            .collect()
+        ordinals
     }
 
     /// Whether `key` is present (does not touch the column).

@@ -189,6 +189,35 @@ impl<V: FrozenValue> Base<V> {
         indices: Vec<usize>,
         values: &mut [Option<V>],
     ) {
+        self.per_part(keys, indices, values, |layer, batch| layer.get_many(batch));
+    }
+
+    /// Whether the keys at `indices` of `keys` are present, into `present`
+    /// at the same indices: as [`get_many_into`](Self::get_many_into), but
+    /// no value is read or decoded (a `String` would be allocated).
+    pub(crate) fn contains_many_into<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        indices: Vec<usize>,
+        present: &mut [bool],
+    ) {
+        self.per_part(keys, indices, present, |layer, batch| {
+            (layer.rank_many(batch).iter())
+                .map(Option::is_some)
+                .collect()
+        });
+    }
+
+    /// The keys at `indices` of `keys`, grouped by part, each group handed
+    /// to `lookup` with its part's layer; its answers go into `out` at the
+    /// keys' indices.
+    fn per_part<K: AsRef<[u8]>, T>(
+        &self,
+        keys: &[K],
+        indices: Vec<usize>,
+        out: &mut [T],
+        lookup: impl Fn(&FrozenLayer<V>, &[&[u8]]) -> Vec<T>,
+    ) {
         let mut by_part: Vec<(usize, usize)> = (indices.into_iter())
             .map(|i| (self.part_of(keys[i].as_ref()), i))
             .collect();
@@ -197,9 +226,9 @@ impl<V: FrozenValue> Base<V> {
         for run in by_part.chunk_by(|a, b| a.0 == b.0) {
             batch.clear();
             batch.extend(run.iter().map(|&(_, i)| keys[i].as_ref()));
-            let found = self.parts[run[0].0].layer.get_many(&batch);
-            for (&(_, i), value) in run.iter().zip(found) {
-                values[i] = value;
+            let found = lookup(&self.parts[run[0].0].layer, &batch);
+            for (&(_, i), answer) in run.iter().zip(found) {
+                out[i] = answer;
             }
         }
     }

@@ -580,31 +580,54 @@ impl<V: FrozenValue> Layers<V> {
     ) where
         V: Clone,
     {
-        self.get_many_below(0, keys, hashes, undecided, values);
+        let undecided =
+            self.decide_in_deltas(0, keys, hashes, undecided, values, |slot| slot.cloned());
+        self.base.get_many_into(keys, undecided, values);
     }
 
-    /// [`get_many_into`](Self::get_many_into) in the layers from the sealed
-    /// delta at `first` down: those below the deltas before it.
-    fn get_many_below<K: AsRef<[u8]>>(
+    /// Whether each of `keys` (whose hashes are `hashes`) has a value in
+    /// the layers from the sealed delta at `first` down (those below the
+    /// deltas before it): the batched lookup of
+    /// [`get_many_into`](Self::get_many_into), with no value cloned or
+    /// decoded.
+    pub(crate) fn contains_many_below(
+        &self,
+        first: usize,
+        keys: &[&[u8]],
+        hashes: &[u64],
+    ) -> Vec<bool> {
+        let mut present = vec![false; keys.len()];
+        let all = (0..keys.len()).collect();
+        let undecided = self.decide_in_deltas(first, keys, hashes, all, &mut present, |slot| {
+            slot.is_some()
+        });
+        self.base.contains_many_into(keys, undecided, &mut present);
+        present
+    }
+
+    /// Looks the keys at `undecided` of `keys` up in the sealed deltas from
+    /// the one at `first` on: the first with an entry for a key decides it
+    /// (`decided` makes the answer, into `out` at the key's index). Returns
+    /// the keys none decides, for the base.
+    fn decide_in_deltas<K: AsRef<[u8]>, T>(
         &self,
         first: usize,
         keys: &[K],
         hashes: &[u64],
         mut undecided: Vec<usize>,
-        values: &mut [Option<V>],
-    ) where
-        V: Clone,
-    {
+        out: &mut [T],
+        decided: impl Fn(Option<&V>) -> T,
+    ) -> Vec<usize> {
         for delta in &self.deltas[first..] {
             undecided.retain(|&i| match delta.lookup(keys[i].as_ref(), hashes[i]) {
                 Some(slot) => {
-                    values[i] = slot.cloned();
+                    out[i] = decided(slot);
                     false
                 }
                 None => true,
             });
         }
-        self.base.get_many_into(keys, undecided, values);
+        undecided
     }
 
     /// The change that the sealed deltas' pending entries make to the count
@@ -614,10 +637,7 @@ impl<V: FrozenValue> Layers<V> {
     /// kept; a merge counts them before it puts any part in place, since a
     /// new part answers for the sealed deltas too. A caller that comes
     /// while another counts waits for it.
-    pub(crate) fn count_pending(&self) -> isize
-    where
-        V: Clone,
-    {
+    pub(crate) fn count_pending(&self) -> isize {
         (0..self.deltas.len())
             .map(|i| {
                 let delta = &self.deltas[i];
@@ -643,24 +663,14 @@ impl<V: FrozenValue> Layers<V> {
     /// What `entries`, pending in the sealed delta at `delta` (keys with
     /// whether each is a value), change in the count of keys of the layers
     /// below it.
-    fn count_batch(&self, delta: usize, entries: &[(Vec<u8>, bool)]) -> isize
-    where
-        V: Clone,
-    {
+    fn count_batch(&self, delta: usize, entries: &[(Vec<u8>, bool)]) -> isize {
         let keys: Vec<&[u8]> = entries.iter().map(|(key, _)| &key[..]).collect();
         let hashes: Vec<u64> = keys.iter().map(|key| key_hash(key)).collect();
-        let mut below = vec![None; keys.len()];
-        self.get_many_below(
-            delta + 1,
-            &keys,
-            &hashes,
-            (0..keys.len()).collect(),
-            &mut below,
-        );
+        let below = self.contains_many_below(delta + 1, &keys, &hashes);
         entries
             .iter()
-            .zip(&below)
-            .map(|((_, is_value), value)| match (is_value, value.is_some()) {
+            .zip(below)
+            .map(|((_, is_value), below)| match (is_value, below) {
                 (true, false) => 1,
                 (false, true) => -1,
                 _ => 0,

@@ -532,10 +532,7 @@ impl<V: FrozenValue> Inner<V> {
     /// settled under the write lock, so that readers never wait for more
     /// than one batch; entries written blind meanwhile are looked up under
     /// the last taking of it, one by one.
-    fn settle_pending(&self) -> usize
-    where
-        V: Clone,
-    {
+    fn settle_pending(&self) -> usize {
         // Settled entries leave the pending tree, so each batch is taken
         // from its start; at most as many as were pending at first, so that
         // blind writers cannot keep this going.
@@ -553,12 +550,7 @@ impl<V: FrozenValue> Inner<V> {
             budget -= batch.len();
             let keys: Vec<&[u8]> = batch.iter().map(|(key, _)| &key[..]).collect();
             let hashes: Vec<u64> = keys.iter().map(|key| key_hash(key)).collect();
-            let below: Vec<bool> = {
-                let mut values = vec![None; keys.len()];
-                seen.get_many_into(&keys, &hashes, (0..keys.len()).collect(), &mut values);
-                // Dropped here, before any lock: a value's `Drop` may panic.
-                values.iter().map(Option::is_some).collect()
-            };
+            let below = seen.contains_many_below(0, &keys, &hashes);
             // Not `write_fresh`: settling changes no value.
             let mut fresh = self.fresh.write().unwrap_or_else(PoisonError::into_inner);
             // After a seal, the keys looked up are below, and counted by
@@ -583,10 +575,7 @@ impl<V: FrozenValue> Inner<V> {
     /// nothing pending in it, plus what the sealed deltas' pending entries
     /// change (counted with no lock held: a merge counts them before its
     /// build, so this waits for that at most).
-    fn with_sealed_pending(&self, len: usize, layers: &Layers<V>) -> usize
-    where
-        V: Clone,
-    {
+    fn with_sealed_pending(&self, len: usize, layers: &Layers<V>) -> usize {
         // `len` alone may have gone below zero (wrapped): a removal of a
         // key that only a sealed delta's pending value holds.
         len.wrapping_add_signed(layers.count_pending())
