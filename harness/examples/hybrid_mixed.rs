@@ -31,7 +31,8 @@
 //! starts); for the hybrid map also writes per second **charging the merge
 //! thread's CPU time to the writes** (the honest "merges included" figure
 //! on a machine whose cores are all busy), the merges run, their duration,
-//! and lookup latency (mean and percentiles) split by whether a merge was
+//! and lookup latency (mean, percentiles, and the lookups of 64 µs or more,
+//! which waited for something else) split by whether a merge was
 //! running (polled every 256 operations); the layers at the end and at the
 //! memory peak.
 
@@ -222,7 +223,15 @@ struct Latency {
     count: u64,
     total: Duration,
     max: Duration,
+    /// Lookups of [`SLOW`] or more, and their time in all: stalls, not the
+    /// lookups' own work.
+    slow: u64,
+    slow_total: Duration,
 }
+
+/// A lookup this long waited for something else (a page fault, a freed
+/// layer's pages going back to the system, the scheduler).
+const SLOW: Duration = Duration::from_micros(64);
 
 impl Latency {
     fn record(&mut self, d: Duration) {
@@ -231,6 +240,10 @@ impl Latency {
         self.count += 1;
         self.total += d;
         self.max = self.max.max(d);
+        if d >= SLOW {
+            self.slow += 1;
+            self.slow_total += d;
+        }
     }
     /// The upper edge of the bucket holding quantile `q`.
     fn quantile(&self, q: f64) -> String {
@@ -249,13 +262,15 @@ impl Latency {
             return "no lookups".into();
         }
         format!(
-            "{} lookups: mean {:?} p50 {} p99 {} p99.9 {} max {:?}",
+            "{} lookups: mean {:?} p50 {} p99 {} p99.9 {} max {:?}; {} of {SLOW:?} or more, {:.1?} in all",
             self.count,
             Duration::from_nanos((self.total.as_nanos() / u128::from(self.count)) as u64),
             self.quantile(0.5),
             self.quantile(0.99),
             self.quantile(0.999),
-            self.max
+            self.max,
+            self.slow,
+            self.slow_total
         )
     }
 }
