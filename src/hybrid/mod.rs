@@ -621,8 +621,8 @@ impl<V: FrozenValue + Clone> Inner<V> {
             // the sealed deltas' pending entries change (counted below).
             let keys = self.len.load(Ordering::Acquire);
             if !fresh.is_empty() {
-                let mut next =
-                    Delta::with_capacity(self.config.delta_keys_hint(current.base.len()));
+                // Sized for the base this merge builds, which holds `keys`.
+                let mut next = Delta::with_capacity(self.config.delta_keys_hint(keys));
                 fresh.pass_empty_ends(&mut next);
                 let sealed = mem::replace(&mut *fresh, next);
                 let mut deltas = Vec::with_capacity(current.deltas.len() + 1);
