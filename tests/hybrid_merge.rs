@@ -126,6 +126,29 @@ fn a_failing_background_merge_loses_nothing() {
     assert_all_there(&map, 250, &[42]);
 }
 
+#[test]
+fn a_collect_whose_merge_fails_loses_nothing() {
+    // 5,000 keys: `collect` merges them into a base at once, in this
+    // thread, and that merge meets the value whose encoding panics. The
+    // panic is recorded, as a background merge's, and the entries stay in
+    // the delta, sealed.
+    let map: HybridMap<Touchy<4321>> = (0..5000).map(|i| (key(i), Touchy(i))).collect();
+    let stats = map.stats();
+    assert_eq!((stats.merges, stats.failed_merges), (0, 1));
+    assert!(stats.last_error.unwrap().contains("refuses to encode 4321"));
+    assert_all_there(&map, 5000, &[]);
+    // Once the value is replaced, the next merge takes them all.
+    map.insert(key(4321), Touchy(4321 + 1));
+    map.freeze().unwrap();
+    let stats = map.stats();
+    assert_eq!(
+        (stats.merges, stats.base_keys, stats.sealed_deltas),
+        (1, 5000, 0)
+    );
+    map.insert(key(4321), Touchy(4321));
+    assert_all_there(&map, 5000, &[]);
+}
+
 /// A value whose encoding of `HOLD` blocks until the test opens the gate:
 /// a merge paused half-way.
 #[derive(Clone, Copy, Debug, PartialEq)]

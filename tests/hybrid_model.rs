@@ -234,8 +234,22 @@ fn model_range(
 /// Runs `ops` on a map with `config`, whose merges build parts of
 /// `part_keys` keys, and on the model.
 fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let mut map: HybridMap<Val> = config.part_keys(part_keys).build();
-    let mut model = BTreeMap::new();
+    run_from(
+        config.part_keys(part_keys).build(),
+        BTreeMap::new(),
+        part_keys,
+        ops,
+    )
+}
+
+/// Runs `ops` on `map`, whose merges build parts of `part_keys` keys, and on
+/// `model`, which holds what `map` holds.
+fn run_from(
+    mut map: HybridMap<Val>,
+    mut model: BTreeMap<Vec<u8>, Val>,
+    part_keys: usize,
+    ops: Vec<Op>,
+) -> Result<(), TestCaseError> {
     let mut failed_merges = 0;
     // Maps left behind by `Op::CloneMap`, with what they held.
     let mut originals = Vec::new();
@@ -568,6 +582,38 @@ proptest! {
     ) {
         let ops = ops.into_iter().chain([Op::Freeze]).chain(more).collect();
         run(HybridConfig::new().manual().min_delta_keys(0), 64, ops)?;
+    }
+
+    /// A map built by `collect` (entries with repeated keys, later ones
+    /// winning; past 4,096 keys merged into a base at once), then used.
+    #[test]
+    fn collected_maps(
+        entries in prop::collection::vec((key(), any::<u64>()), 0..300),
+        filler in 0usize..6000,
+        ops in prop::collection::vec(op(), 0..40),
+    ) {
+        // Distinct keys, enough to cross the merge threshold in most cases,
+        // interleaved with the generated ones.
+        let filler = (0..filler).map(|i| (format!("usr/lib/{:02}/{i}", i % 37).into_bytes(), i as u64));
+        let mut all: Vec<(Vec<u8>, u64)> = filler.collect();
+        for (i, entry) in entries.into_iter().enumerate() {
+            all.insert((i * 17).min(all.len()), entry);
+        }
+        let map: HybridMap<Val> = all.iter().map(|(k, v)| (k, Val(*v))).collect();
+        let model: BTreeMap<Vec<u8>, Val> = all.into_iter().map(|(k, v)| (k, Val(v))).collect();
+        let stats = map.stats();
+        prop_assert_eq!(stats.len, model.len());
+        prop_assert_eq!(stats.failed_merges, 0);
+        if stats.merges == 1 {
+            prop_assert_eq!((stats.base_keys, stats.delta_entries), (model.len(), 0));
+            prop_assert!(model.len() >= 4096);
+        } else {
+            prop_assert_eq!((stats.merges, stats.base_keys, stats.delta_entries), (0, 0, model.len()));
+            prop_assert!(model.len() < 4096);
+        }
+        let got: Vec<_> = map.iter().collect();
+        prop_assert_eq!(got, model.iter().map(|(k, v)| (k.clone(), *v)).collect::<Vec<_>>());
+        run_from(map, model, HybridConfig::DEFAULT_PART_KEYS, ops)?;
     }
 
     /// The policy merges inline, in the writing thread.

@@ -122,6 +122,19 @@ impl<V> Delta<V> {
         }
     }
 
+    /// A delta of `values`, settled, as over layers that hold none of their
+    /// keys: a map built in one go.
+    pub(crate) fn of_values(mut values: FastArt<V>) -> Self {
+        let mut delta = Delta::with_capacity(values.len());
+        let mut keys = values.keys();
+        while let Some(key) = keys.next_key() {
+            delta.filter.add(key_hash(key));
+        }
+        values.set_auto_compact(false);
+        delta.values = values;
+        delta
+    }
+
     /// A key such that no layer has a live entry at or beyond it towards
     /// `edge`, if one is known: where a search for that end may start, past
     /// the tombstones that earlier searches stepped over. Only the fresh

@@ -287,7 +287,7 @@ use self::merge::Outcome;
 pub use self::policy::HybridConfig;
 use self::worker::Mailbox;
 use crate::keys::{as_slice, owned_bound, prefix_successor};
-use crate::{FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
+use crate::{FastArt, FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
 
 /// A mutable ordered map from byte strings to values that keeps almost all
 /// keys in a compressed [`FrozenLayer`] and recent changes in a small
@@ -790,6 +790,30 @@ where
         let len = base.len();
         let fresh = Delta::with_capacity(config.delta_keys_hint(len));
         Self::from_layers(fresh, Arc::new(Layers::new(base)), len, config)
+    }
+
+    /// A map of `values` alone, merged into a base at once if `config`
+    /// would merge a delta of that size over an empty base; a failed merge
+    /// is recorded, as a background one's, and leaves them in the delta.
+    fn of_values(values: FastArt<V>, config: HybridConfig) -> Self {
+        let len = values.len();
+        let empty = FrozenLayerBuilder::memory()
+            .into_layer()
+            .expect("an empty layer in memory always builds");
+        let map = Self::from_layers(
+            Delta::of_values(values),
+            Arc::new(Layers::new(empty)),
+            len,
+            config,
+        );
+        let merge = {
+            let fresh = map.inner.read_fresh();
+            map.wants_merge(&fresh, &map.inner.layers.load())
+        };
+        if merge {
+            map.inner.automatic_merge();
+        }
+        map
     }
 
     /// A map of `fresh` over `layers`, which hold `len` keys together.
@@ -1872,10 +1896,34 @@ where
     K: AsRef<[u8]>,
     V: FrozenValue + Clone + Send + Sync + 'static,
 {
+    /// A map of `entries` (a later entry for a key replaces an earlier one,
+    /// as [`insert`](HybridMap::insert) would), built in one go: the entries
+    /// are collected into a [`FastArt`](crate::FastArt), which becomes the
+    /// map's delta, and merged into the base at once if the default policy
+    /// would merge a delta of that size over an empty base (it does from
+    /// 4,096 entries), in this thread.
+    ///
+    /// That is one merge instead of the many that inserting one by one into
+    /// a growing map takes, and no lookups below for old values: over the
+    /// 7.3 M Debian paths, 15.7–20.1 s on one core against 22.8–31.0 s (and
+    /// a second core busy with the merges) for [`extend`](Extend::extend)
+    /// into a new map. Meanwhile it holds the tree (35 bytes per key there)
+    /// and then the base being built beside it: 48 bytes per key at the
+    /// peak, against 32 for `extend`. For a map built under a tight memory
+    /// budget, `extend` a new map instead.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u32> = (0..10_000).map(|i| (format!("k{i:05}"), i)).collect();
+    /// let stats = map.stats();
+    /// assert_eq!((stats.base_keys, stats.delta_entries, stats.merges), (10_000, 0, 1));
+    /// assert_eq!(map.get("k00042"), Some(42));
+    /// ```
     fn from_iter<I: IntoIterator<Item = (K, V)>>(entries: I) -> Self {
-        let mut map = HybridMap::new();
-        map.extend(entries);
-        map
+        let mut values = FastArt::new();
+        // Its layout does not matter: it is read once, by the merge.
+        values.set_auto_compact(false);
+        values.extend(entries);
+        HybridMap::of_values(values, HybridConfig::new())
     }
 }
 
