@@ -1905,12 +1905,12 @@ where
     ///
     /// That is one merge instead of the many that inserting one by one into
     /// a growing map takes, and no lookups below for old values: over the
-    /// 7.3 M Debian paths, 15.7–20.1 s on one core against 22.8–31.0 s (and
-    /// a second core busy with the merges) for [`extend`](Extend::extend)
-    /// into a new map. Meanwhile it holds the tree (35 bytes per key there)
-    /// and then the base being built beside it: 48 bytes per key at the
-    /// peak, against 32 for `extend`. For a map built under a tight memory
-    /// budget, `extend` a new map instead.
+    /// 7.3 M Debian paths, 18.5–19.2 s and as much CPU time, against
+    /// 30.3–35.6 s and 51–58 s of CPU (the merges run on a second thread)
+    /// for [`extend`](Extend::extend) into a new map. Meanwhile it holds the
+    /// tree (35 bytes per key there) and then the base being built beside
+    /// it: 48 bytes per key at the peak, against 30–32 for `extend`. For a
+    /// map built under a tight memory budget, `extend` a new map instead.
     ///
     /// ```
     /// let map: memkv::HybridMap<u32> = (0..10_000).map(|i| (format!("k{i:05}"), i)).collect();

@@ -1,0 +1,158 @@
+//! Building a `memkv::HybridMap` from empty, four ways, one per process:
+//! how long each takes and how much memory it needs on the way.
+//!
+//! ```sh
+//! cargo run --release -p memkv-bench --example hybrid_build -- --how collect   # the embedded 100k sample
+//! cargo run --release -p memkv-bench --example hybrid_build -- --how extend --dataset data/debian-paths.txt
+//! ```
+//!
+//! Every key of the dataset (in dataset order, its line number as the value)
+//! goes into a new map with the default policy by `--how`:
+//!
+//! * `insert`: one `insert` at a time;
+//! * `extend`: `Extend` on a new map (old values looked up 256 at a time);
+//! * `put`: one blind `put` at a time (no old value looked up);
+//! * `collect`: `FromIterator` (the entries gathered in a `FastArt`, then
+//!   one merge).
+//!
+//! Then `freeze` merges what is left and `len` settles what the blind writes
+//! left pending; both are timed with the build. Memory (jemalloc
+//! `stats.allocated`, less what was allocated before) is sampled every 5 ms
+//! by a second thread, for the peak; the merge thread's CPU shows in the
+//! process's CPU time. Every key is then looked up and its value checked.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use memkv::HybridMap;
+
+mod common;
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum How {
+    Insert,
+    Extend,
+    Put,
+    Collect,
+}
+
+/// Builds a hybrid map from empty (see the source's header).
+#[derive(Debug, Parser)]
+struct Args {
+    /// How the entries go in.
+    #[arg(long, value_enum)]
+    how: How,
+    /// One key per line (default: the embedded 100k Debian sample).
+    #[arg(long)]
+    dataset: Option<PathBuf>,
+}
+
+fn allocated() -> u64 {
+    use tikv_jemalloc_ctl::{Access, AsName, epoch, stats};
+    // Flush this thread's cache so that freed blocks do not count (the
+    // sampler's own has none; the building thread's shows at the end).
+    let tcache = b"thread.tcache.enabled\0".name();
+    if tcache.write(false).is_ok() {
+        let _ = tcache.write(true);
+    }
+    let _ = epoch::advance();
+    stats::allocated::read().map_or(0, |x| x as u64)
+}
+
+/// User and system CPU seconds of the whole process.
+fn process_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    let data = common::dataset_bytes(args.dataset.as_deref()).expect("reading the dataset");
+    let mut seen = std::collections::HashSet::new();
+    let keys: Vec<&[u8]> = data
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty() && seen.insert(*l))
+        .collect();
+    drop(seen);
+    let entries = || keys.iter().enumerate().map(|(i, key)| (*key, i as u64));
+
+    let before = allocated();
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let done = Arc::clone(&done);
+        thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(Ordering::Relaxed) {
+                peak = peak.max(allocated());
+                thread::sleep(Duration::from_millis(5));
+            }
+            peak
+        })
+    };
+    let cpu = process_cpu();
+    let started = Instant::now();
+    let map: HybridMap<u64> = match args.how {
+        How::Insert => {
+            let map = HybridMap::new();
+            for (key, value) in entries() {
+                map.insert(key, value);
+            }
+            map
+        }
+        How::Extend => {
+            let mut map = HybridMap::new();
+            map.extend(entries());
+            map
+        }
+        How::Put => {
+            let map = HybridMap::new();
+            for (key, value) in entries() {
+                map.put(key, value);
+            }
+            map
+        }
+        How::Collect => entries().collect(),
+    };
+    let written = started.elapsed();
+    map.freeze().expect("the last merge");
+    let len = map.len();
+    let total = started.elapsed();
+    let cpu = process_cpu() - cpu;
+    done.store(true, Ordering::Relaxed);
+    let peak = sampler.join().expect("the sampler").saturating_sub(before);
+    let end = allocated().saturating_sub(before);
+
+    let wrong = entries()
+        .filter(|&(key, value)| map.get(key) != Some(value))
+        .count();
+    let n = keys.len();
+    let per_key = |bytes: u64| bytes as f64 / n as f64;
+    println!(
+        "{:?}: {n} keys in {total:.2?} ({:.0} keys/s; the writes {written:.2?}, then freeze and len); \
+         CPU {cpu:.1} s; memory peak {:.1} B/key, end {:.1} B/key ({:.1} by memory_usage); \
+         {} merges; len {len}, {wrong} of {n} lookups wrong",
+        args.how,
+        n as f64 / total.as_secs_f64(),
+        per_key(peak),
+        per_key(end),
+        per_key(map.memory_usage() as u64),
+        map.stats().merges,
+    );
+    assert_eq!((len, wrong), (n, 0), "every key, with its value");
+}
