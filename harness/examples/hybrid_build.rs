@@ -31,6 +31,7 @@ use clap::{Parser, ValueEnum};
 use memkv::HybridMap;
 
 mod common;
+use common::allocated;
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -54,42 +55,10 @@ struct Args {
     dataset: Option<PathBuf>,
 }
 
-fn allocated() -> u64 {
-    use tikv_jemalloc_ctl::{Access, AsName, epoch, stats};
-    // Flush this thread's cache so that freed blocks do not count (the
-    // sampler's own has none; the building thread's shows at the end).
-    let tcache = b"thread.tcache.enabled\0".name();
-    if tcache.write(false).is_ok() {
-        let _ = tcache.write(true);
-    }
-    let _ = epoch::advance();
-    stats::allocated::read().map_or(0, |x| x as u64)
-}
-
-/// User and system CPU seconds of the whole process.
-fn process_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name, which is in parentheses.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-    match (ticks(11), ticks(12)) {
-        (Some(user), Some(system)) => (user + system) / 100.0,
-        _ => f64::NAN,
-    }
-}
-
 fn main() {
     let args = Args::parse();
     let data = common::dataset_bytes(args.dataset.as_deref()).expect("reading the dataset");
-    let mut seen = std::collections::HashSet::new();
-    let keys: Vec<&[u8]> = data
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty() && seen.insert(*l))
-        .collect();
-    drop(seen);
+    let keys = common::distinct_keys(&data);
     let entries = || keys.iter().enumerate().map(|(i, key)| (*key, i as u64));
 
     let before = allocated();
@@ -105,7 +74,7 @@ fn main() {
             peak
         })
     };
-    let cpu = process_cpu();
+    let cpu = common::cpu_seconds("/proc/self/stat");
     let started = Instant::now();
     let map: HybridMap<u64> = match args.how {
         How::Insert => {
@@ -133,7 +102,7 @@ fn main() {
     map.freeze().expect("the last merge");
     let len = map.len();
     let total = started.elapsed();
-    let cpu = process_cpu() - cpu;
+    let cpu = common::cpu_seconds("/proc/self/stat") - cpu;
     done.store(true, Ordering::Relaxed);
     let peak = sampler.join().expect("the sampler").saturating_sub(before);
     let end = allocated().saturating_sub(before);

@@ -24,6 +24,7 @@ use clap::Parser;
 use memkv::{FrozenLayer, HybridConfig, HybridMap};
 
 mod common;
+use common::allocated;
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -40,17 +41,6 @@ struct Args {
     /// HybridConfig::part_keys (default: the library's).
     #[arg(long)]
     part_keys: Option<usize>,
-}
-
-fn allocated() -> u64 {
-    use tikv_jemalloc_ctl::{Access, AsName, epoch, stats};
-    // Flush this thread's cache so that freed blocks do not count.
-    let tcache = b"thread.tcache.enabled\0".name();
-    if tcache.write(false).is_ok() {
-        let _ = tcache.write(true);
-    }
-    let _ = epoch::advance();
-    stats::allocated::read().map_or(0, |x| x as u64)
 }
 
 fn main() {

@@ -45,6 +45,7 @@ use clap::Parser;
 use memkv::{FastArt, HybridConfig, HybridMap};
 
 mod common;
+use common::allocated;
 
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -168,34 +169,13 @@ impl Map for BTreeMap<Box<[u8]>, u64> {
     }
 }
 
-fn allocated() -> u64 {
-    use tikv_jemalloc_ctl::{Access, AsName, epoch, stats};
-    // Flush this thread's cache so that freed blocks do not count (the
-    // merge threads' caches go when they exit).
-    let tcache = b"thread.tcache.enabled\0".name();
-    if tcache.write(false).is_ok() {
-        let _ = tcache.write(true);
-    }
-    let _ = epoch::advance();
-    stats::allocated::read().map_or(0, |x| x as u64)
-}
-
 /// CPU seconds of this process and of the calling thread, from /proc
 /// (utime + stime, in clock ticks of 1/100 s).
 fn cpu_seconds() -> (f64, f64) {
-    let read = |path: &str| -> f64 {
-        let Ok(stat) = std::fs::read_to_string(path) else {
-            return 0.0;
-        };
-        // Fields after the parenthesised command name; utime and stime are
-        // the 14th and 15th fields of the whole line.
-        let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: u64 = fields.get(11).and_then(|s| s.parse().ok()).unwrap_or(0)
-            + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0);
-        ticks as f64 / 100.0
-    };
-    (read("/proc/self/stat"), read("/proc/thread-self/stat"))
+    (
+        common::cpu_seconds("/proc/self/stat"),
+        common::cpu_seconds("/proc/thread-self/stat"),
+    )
 }
 
 struct SplitMix(u64);
@@ -408,14 +388,8 @@ fn run<M: Map>(
 fn main() {
     let args = Args::parse();
     let data = common::dataset_bytes(args.dataset.as_deref()).expect("reading the dataset");
-    let mut seen = std::collections::HashSet::new();
-    let keys: Vec<&[u8]> = data
-        .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .filter(|l| !l.is_empty() && seen.insert(*l))
-        .take(args.limit.unwrap_or(usize::MAX))
-        .collect();
-    drop(seen);
+    let mut keys = common::distinct_keys(&data);
+    keys.truncate(args.limit.unwrap_or(usize::MAX));
     println!(
         "{} keys, {} ops, {:.0}% writes",
         keys.len(),
