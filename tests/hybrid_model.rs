@@ -584,12 +584,15 @@ proptest! {
         run(HybridConfig::new().manual().min_delta_keys(0), 64, ops)?;
     }
 
-    /// A map built by `collect` (entries with repeated keys, later ones
-    /// winning; past 4,096 keys merged into a base at once), then used.
+    /// A map built in one go (entries with repeated keys, later ones
+    /// winning) by `collect` (merged into a base at once from 4,096 keys),
+    /// by `HybridConfig::build_from` with small parts (merged from 16
+    /// keys), or with the manual policy (left in the delta), then used.
     #[test]
-    fn collected_maps(
+    fn maps_built_in_one_go(
         entries in prop::collection::vec((key(), any::<u64>()), 0..300),
         filler in 0usize..6000,
+        how in 0..3u8,
         ops in prop::collection::vec(op(), 0..40),
     ) {
         // Distinct keys, enough to cross the merge threshold in most cases,
@@ -599,21 +602,26 @@ proptest! {
         for (i, entry) in entries.into_iter().enumerate() {
             all.insert((i * 17).min(all.len()), entry);
         }
-        let map: HybridMap<Val> = all.iter().map(|(k, v)| (k, Val(*v))).collect();
-        let model: BTreeMap<Vec<u8>, Val> = all.into_iter().map(|(k, v)| (k, Val(v))).collect();
+        let model: BTreeMap<Vec<u8>, Val> = all.iter().map(|(k, v)| (k.clone(), Val(*v))).collect();
+        let entries = all.into_iter().map(|(k, v)| (k, Val(v)));
+        let (map, part_keys, merges_from): (HybridMap<Val>, _, _) = match how {
+            0 => (entries.collect(), HybridConfig::DEFAULT_PART_KEYS, 4096),
+            1 => (HybridConfig::new().min_delta_keys(16).part_keys(64).build_from(entries), 64, 16),
+            _ => (HybridConfig::new().manual().part_keys(64).build_from(entries), 64, usize::MAX),
+        };
         let stats = map.stats();
         prop_assert_eq!(stats.len, model.len());
         prop_assert_eq!(stats.failed_merges, 0);
-        if stats.merges == 1 {
+        if model.len() >= merges_from {
+            prop_assert_eq!(stats.merges, 1);
             prop_assert_eq!((stats.base_keys, stats.delta_entries), (model.len(), 0));
-            prop_assert!(model.len() >= 4096);
+            prop_assert!(stats.base_parts >= model.len() / (2 * part_keys));
         } else {
             prop_assert_eq!((stats.merges, stats.base_keys, stats.delta_entries), (0, 0, model.len()));
-            prop_assert!(model.len() < 4096);
         }
         let got: Vec<_> = map.iter().collect();
         prop_assert_eq!(got, model.iter().map(|(k, v)| (k.clone(), *v)).collect::<Vec<_>>());
-        run_from(map, model, HybridConfig::DEFAULT_PART_KEYS, ops)?;
+        run_from(map, model, part_keys, ops)?;
     }
 
     /// The policy merges inline, in the writing thread.

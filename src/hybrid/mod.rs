@@ -1,5 +1,5 @@
 //! [`HybridMap`]: a mutable, concurrent ordered map at close to the memory of
-//! a [`FrozenLayer`], with recent changes in a small [`FastArt`](crate::FastArt) delta and
+//! a [`FrozenLayer`], with recent changes in a small [`FastArt`] delta and
 //! merges in the background.
 //!
 //! # Layers
@@ -291,7 +291,7 @@ use crate::{FastArt, FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
 
 /// A mutable ordered map from byte strings to values that keeps almost all
 /// keys in a compressed [`FrozenLayer`] and recent changes in a small
-/// [`FastArt`](crate::FastArt); see the [module documentation](self) for the design.
+/// [`FastArt`]; see the [module documentation](self) for the design.
 ///
 /// The API follows [`BTreeMap`](std::collections::BTreeMap) where it can,
 /// with two differences that come from sharing the map between threads and
@@ -792,10 +792,18 @@ where
         Self::from_layers(fresh, Arc::new(Layers::new(base)), len, config)
     }
 
-    /// A map of `values` alone, merged into a base at once if `config`
-    /// would merge a delta of that size over an empty base; a failed merge
-    /// is recorded, as a background one's, and leaves them in the delta.
-    fn of_values(values: FastArt<V>, config: HybridConfig) -> Self {
+    /// A map of `entries` alone (later ones win), gathered in a tree and
+    /// merged into a base at once if `config` would merge a delta of that
+    /// size over an empty base; a failed merge is recorded, as a background
+    /// one's, and leaves them in the delta.
+    fn build_from<K: AsRef<[u8]>>(
+        entries: impl IntoIterator<Item = (K, V)>,
+        config: HybridConfig,
+    ) -> Self {
+        let mut values = FastArt::new();
+        // Its layout does not matter: it is read once, by the merge.
+        values.set_auto_compact(false);
+        values.extend(entries);
         let len = values.len();
         let empty = FrozenLayerBuilder::memory()
             .into_layer()
@@ -1898,7 +1906,7 @@ where
 {
     /// A map of `entries` (a later entry for a key replaces an earlier one,
     /// as [`insert`](HybridMap::insert) would), built in one go: the entries
-    /// are collected into a [`FastArt`](crate::FastArt), which becomes the
+    /// are collected into a [`FastArt`], which becomes the
     /// map's delta, and merged into the base at once if the default policy
     /// would merge a delta of that size over an empty base (it does from
     /// 4,096 entries), in this thread.
@@ -1918,12 +1926,10 @@ where
     /// assert_eq!((stats.base_keys, stats.delta_entries, stats.merges), (10_000, 0, 1));
     /// assert_eq!(map.get("k00042"), Some(42));
     /// ```
+    ///
+    /// [`HybridConfig::build_from`] does the same with another policy.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(entries: I) -> Self {
-        let mut values = FastArt::new();
-        // Its layout does not matter: it is read once, by the merge.
-        values.set_auto_compact(false);
-        values.extend(entries);
-        HybridMap::of_values(values, HybridConfig::new())
+        HybridMap::build_from(entries, HybridConfig::new())
     }
 }
 

@@ -244,6 +244,31 @@ impl HybridConfig {
         super::HybridMap::with_config(self)
     }
 
+    /// A map of `entries` with this policy, built in one go as `collect`
+    /// builds a [`HybridMap`](super::HybridMap) with the default policy
+    /// (see its `FromIterator`): the entries gathered in a
+    /// [`FastArt`](crate::FastArt), then merged into a base at once, in this
+    /// thread, if this policy would merge a delta of their size over an
+    /// empty base (the [`manual`](Self::manual) policy leaves them in the
+    /// delta for [`freeze`](super::HybridMap::freeze)).
+    ///
+    /// ```
+    /// use memkv::HybridConfig;
+    ///
+    /// let entries = (0..5000u32).map(|i| (format!("usr/lib/{i}"), i));
+    /// let map = HybridConfig::new().part_keys(1024).build_from(entries);
+    /// let stats = map.stats();
+    /// assert_eq!((stats.base_keys, stats.delta_entries), (5000, 0));
+    /// assert!(stats.base_parts >= 4);
+    /// ```
+    pub fn build_from<K, V>(self, entries: impl IntoIterator<Item = (K, V)>) -> super::HybridMap<V>
+    where
+        K: AsRef<[u8]>,
+        V: crate::FrozenValue + Clone + Send + Sync + 'static,
+    {
+        super::HybridMap::build_from(entries, self)
+    }
+
     /// About how many entries a fresh delta over a base of `base_keys` keys
     /// will take before the key policy merges it, plus a quarter for the
     /// writes that arrive while that merge runs: what its key filter is
