@@ -1906,10 +1906,10 @@ where
 {
     /// A map of `entries` (a later entry for a key replaces an earlier one,
     /// as [`insert`](HybridMap::insert) would), built in one go: the entries
-    /// are collected into a [`FastArt`], which becomes the
-    /// map's delta, and merged into the base at once if the default policy
+    /// are collected into a [`FastArt`], which becomes the map's delta, and
+    /// merged into the base at once, in this thread, if the default policy
     /// would merge a delta of that size over an empty base (it does from
-    /// 4,096 entries), in this thread.
+    /// 4,096 entries).
     ///
     /// That is one merge instead of the many that inserting one by one into
     /// a growing map takes, and no lookups below for old values: over the
