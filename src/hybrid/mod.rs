@@ -1957,7 +1957,9 @@ where
     /// A loop of [`put`](HybridMap::put) takes a quarter to a third less of
     /// the writing thread's time (over 7.3 M paths): it leaves those lookups
     /// to the merges that seal its entries, or to the next `len`, which then
-    /// costs more per entry than they do here.
+    /// costs more per entry than they do here. A new map is built faster by
+    /// `collect` (or [`HybridConfig::build_from`]), with one merge, for more
+    /// memory meanwhile (see `FromIterator`).
     ///
     /// A map shared between threads takes the same batched writes through
     /// `&HybridMap` (which implements `Extend` too):
