@@ -137,6 +137,9 @@ fn a_collect_whose_merge_fails_loses_nothing() {
     assert_eq!((stats.merges, stats.failed_merges), (0, 1));
     assert!(stats.last_error.unwrap().contains("refuses to encode 4321"));
     assert_all_there(&map, 5000, &[]);
+    // Its filter lets every key through: absent keys are still absent.
+    assert_eq!(map.get(key(5000)), None);
+    assert_eq!(map.get("usr"), None);
     // Once the value is replaced, the next merge takes them all.
     map.insert(key(4321), Touchy(4321 + 1));
     map.freeze().unwrap();

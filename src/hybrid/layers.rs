@@ -71,7 +71,8 @@ use crate::{FastArt, FrozenLayer, FrozenValue};
 ///
 /// Invariants: no key is in more than one of `values`, `tombstones` and
 /// `pending`; every key in any has been added to `filter` since the filter
-/// was last built, so a key the filter rules out is in none. Writes go
+/// was last built (or the filter rules nothing out), so a key the filter
+/// rules out is in none. Writes go
 /// through [`Delta::put`], [`Delta::put_pending`], [`Delta::settle`] and
 /// [`Delta::remove`], which keep both.
 ///
@@ -123,13 +124,24 @@ impl<V> Delta<V> {
     }
 
     /// A delta of `values`, settled, as over layers that hold none of their
-    /// keys: a map built in one go.
-    pub(crate) fn of_values(mut values: FastArt<V>) -> Self {
-        let mut delta = Delta::with_capacity(values.len());
-        let mut keys = values.keys();
-        while let Some(key) = keys.next_key() {
-            delta.filter.add(key_hash(key));
-        }
+    /// keys: a map built in one go. With `filtered` false its filter lets
+    /// every key through, which saves a pass over the keys (2.5 s for 7.3 M
+    /// paths) and costs lookups only a descent into the tree for keys it
+    /// does not hold: for a delta merged at once (`HybridMap::build_from`).
+    pub(crate) fn of_values(mut values: FastArt<V>, filtered: bool) -> Self {
+        let mut delta = if filtered {
+            let mut delta = Delta::with_capacity(values.len());
+            let mut keys = values.keys();
+            while let Some(key) = keys.next_key() {
+                delta.filter.add(key_hash(key));
+            }
+            delta
+        } else {
+            Delta {
+                filter: KeyFilter::pass_all(),
+                ..Delta::with_capacity(0)
+            }
+        };
         values.set_auto_compact(false);
         delta.values = values;
         delta
