@@ -238,6 +238,12 @@ impl<V> Delta<V> {
         self.tombstones.contains_key(key).then_some(None)
     }
 
+    /// Whether the filter lets a key with this hash through.
+    #[cfg(test)]
+    pub(crate) fn filter_passes(&self, hash: u64) -> bool {
+        self.filter.may_contain(hash)
+    }
+
     /// Whether `key` has a settled entry here (a value or a tombstone whose
     /// standing over the layers below is known).
     #[inline]

@@ -2037,6 +2037,24 @@ mod tests {
     }
 
     /// `b` = 2 to `e` = 5 in the base, with the manual policy.
+    /// A map built in one go and left in its delta (by a policy that does
+    /// not merge it at once) keeps a filter that turns absent keys away:
+    /// only a delta merged at once goes without.
+    #[test]
+    fn a_delta_built_in_one_go_is_filtered_unless_merged_at_once() {
+        let key = |i: u32| format!("usr/share/doc/pkg{i}/copyright");
+        let map = HybridConfig::new()
+            .manual()
+            .build_from((0..5000).map(|i| (key(i), i)));
+        assert_eq!(map.stats().delta_entries, 5000);
+        let fresh = map.inner.read_fresh();
+        assert!((0..5000).all(|i| fresh.filter_passes(key_hash(key(i).as_bytes()))));
+        let absent = (5000..6000)
+            .filter(|&i| fresh.filter_passes(key_hash(key(i).as_bytes())))
+            .count();
+        assert!(absent < 100, "{absent} of 1000 absent keys passed");
+    }
+
     fn frozen_b_to_e() -> HybridMap<u64> {
         let mut map = HybridConfig::new().manual().build::<u64>();
         map.extend([("b", 2), ("c", 3), ("d", 4), ("e", 5)]);
