@@ -800,10 +800,8 @@ where
         entries: impl IntoIterator<Item = (K, V)>,
         config: HybridConfig,
     ) -> Self {
-        let mut values = FastArt::new();
-        // Its layout does not matter: it is read once, by the merge.
-        values.set_auto_compact(false);
-        values.extend(entries);
+        // `extend` does not compact as it goes; as a delta it never will.
+        let values: FastArt<V> = entries.into_iter().collect();
         let len = values.len();
         let empty = FrozenLayerBuilder::memory()
             .into_layer()
