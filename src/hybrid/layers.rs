@@ -125,25 +125,19 @@ impl<V> Delta<V> {
 
     /// A delta of `values`, settled, as over layers that hold none of their
     /// keys: a map built in one go. With `filtered` false its filter lets
-    /// every key through, which saves a pass over the keys (2.5 s for 7.3 M
+    /// every key through, which saves a pass over the keys (2.6 s for 7.3 M
     /// paths) and costs lookups only a descent into the tree for keys it
     /// does not hold: for a delta merged at once (`HybridMap::build_from`).
     pub(crate) fn of_values(mut values: FastArt<V>, filtered: bool) -> Self {
-        let mut delta = if filtered {
-            let mut delta = Delta::with_capacity(values.len());
-            let mut keys = values.keys();
-            while let Some(key) = keys.next_key() {
-                delta.filter.add(key_hash(key));
-            }
-            delta
-        } else {
-            Delta {
-                filter: KeyFilter::pass_all(),
-                ..Delta::with_capacity(0)
-            }
-        };
         values.set_auto_compact(false);
-        delta.values = values;
+        let mut delta = Delta {
+            values,
+            filter: KeyFilter::pass_all(),
+            ..Delta::with_capacity(0)
+        };
+        if filtered {
+            delta.filter = delta.filter_of_keys(delta.len());
+        }
         delta
     }
 
@@ -440,12 +434,17 @@ impl<V> Delta<V> {
     /// manual policy).
     #[cold]
     fn rebuild_filter(&mut self) {
-        let mut filter = KeyFilter::with_capacity(2 * self.len());
+        self.filter = self.filter_of_keys(2 * self.len());
+    }
+
+    /// A filter sized for `capacity` keys holding every key of this delta.
+    fn filter_of_keys(&self, capacity: usize) -> KeyFilter {
+        let mut filter = KeyFilter::with_capacity(capacity);
         self.visit((Bound::Unbounded, Bound::Unbounded), |key, _| {
             filter.add(key_hash(key));
             ControlFlow::Continue(())
         });
-        self.filter = filter;
+        filter
     }
 }
 
