@@ -740,6 +740,13 @@ impl<V: FrozenValue + Clone> Inner<V> {
     }
 }
 
+/// A layer with no keys: the base of a new or cleared map.
+fn empty_layer<V: FrozenValue>() -> FrozenLayer<V> {
+    FrozenLayerBuilder::memory()
+        .into_layer()
+        .expect("an empty layer in memory always builds")
+}
+
 impl<V> HybridMap<V>
 where
     V: FrozenValue + Clone + Send + Sync + 'static,
@@ -771,10 +778,7 @@ where
     /// assert_eq!(map.config(), &HybridConfig::new().manual());
     /// ```
     pub fn with_config(config: HybridConfig) -> Self {
-        let empty = FrozenLayerBuilder::memory()
-            .into_layer()
-            .expect("an empty layer in memory always builds");
-        Self::from_frozen(empty, config)
+        Self::from_frozen(empty_layer(), config)
     }
 
     /// A map over an existing layer, which becomes its base.
@@ -803,10 +807,7 @@ where
         // `extend` does not compact as it goes; as a delta it never will.
         let values: FastArt<V> = entries.into_iter().collect();
         let len = values.len();
-        let empty = FrozenLayerBuilder::memory()
-            .into_layer()
-            .expect("an empty layer in memory always builds");
-        let layers = Arc::new(Layers::new(empty));
+        let layers = Arc::new(Layers::new(empty_layer()));
         let merge = config.wants_merge(
             len,
             values.memory_usage(),
@@ -1237,14 +1238,11 @@ where
     pub fn clear(&self) {
         let _merging = self.inner.lock_merges();
         let mut fresh = self.inner.write_fresh();
-        let empty = FrozenLayerBuilder::memory()
-            .into_layer()
-            .expect("an empty layer in memory always builds");
         let seals = self.inner.layers.load().seals + 1;
         *fresh = Delta::with_capacity(self.inner.config.delta_keys_hint(0));
         self.inner.layers.store(Arc::new(Layers {
             deltas: Vec::new(),
-            base: Base::whole(empty),
+            base: Base::whole(empty_layer()),
             seals,
         }));
         self.inner.len.store(0, Ordering::Release);
