@@ -152,6 +152,57 @@ fn a_collect_whose_merge_fails_loses_nothing() {
     assert_all_there(&map, 5000, &[]);
 }
 
+#[test]
+fn a_build_in_shares_whose_part_fails_loses_nothing() {
+    // 5,000 keys in parts of 100 on three threads: the entries are split
+    // among three trees, and the part that meets the value whose encoding
+    // panics fails. The failure is recorded and every entry goes into the
+    // delta, in one tree.
+    for threads in [2, 3] {
+        let config = HybridConfig::new().part_keys(100).build_threads(threads);
+        let map = config.build_from((0..5000).map(|i| (key(i), Touchy::<4321>(i))));
+        let stats = map.stats();
+        assert_eq!((stats.merges, stats.failed_merges), (0, 1));
+        assert!(
+            stats
+                .last_error
+                .as_ref()
+                .unwrap()
+                .contains("refuses to encode 4321")
+        );
+        assert_eq!(
+            (stats.delta_entries, stats.base_keys),
+            (5000, 0),
+            "{threads}: {stats:?}"
+        );
+        assert_all_there(&map, 5000, &[]);
+        assert_eq!(map.get(key(5000)), None);
+        map.insert(key(4321), Touchy(4321 + 1));
+        map.freeze().unwrap();
+        let stats = map.stats();
+        assert_eq!(
+            (stats.merges, stats.base_keys, stats.delta_entries),
+            (1, 5000, 0)
+        );
+        map.insert(key(4321), Touchy(4321));
+        assert_all_there(&map, 5000, &[]);
+    }
+}
+
+#[test]
+fn a_panic_in_the_entries_of_a_build_in_shares_is_passed_on() {
+    // After the sample (200 entries) the entries go to the other threads;
+    // the panic comes out of `build_from` once they have stopped.
+    let entries = (0..5000).map(|i| {
+        assert!(i != 3000, "entry 3000 is bad");
+        (key(i), Touchy::<{ u64::MAX }>(i))
+    });
+    let config = HybridConfig::new().part_keys(100).build_threads(2);
+    let built = panic::catch_unwind(AssertUnwindSafe(|| config.build_from(entries)));
+    let payload = built.expect_err("the iterator panicked");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"entry 3000 is bad"));
+}
+
 /// A value whose encoding of `HOLD` blocks until the test opens the gate:
 /// a merge paused half-way.
 #[derive(Clone, Copy, Debug, PartialEq)]

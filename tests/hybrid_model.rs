@@ -587,12 +587,14 @@ proptest! {
     /// A map built in one go (entries with repeated keys, later ones
     /// winning) by `collect` (merged into a base at once from 4,096 keys),
     /// by `HybridConfig::build_from` with small parts (merged from 16
-    /// keys), or with the manual policy (left in the delta), then used.
+    /// keys; from 128 entries on, split among up to four threads), or with
+    /// the manual policy (left in the delta), then used.
     #[test]
     fn maps_built_in_one_go(
         entries in prop::collection::vec((key(), any::<u64>()), 0..300),
         filler in 0usize..6000,
         how in 0..3u8,
+        threads in 1..5usize,
         ops in prop::collection::vec(op(), 0..40),
     ) {
         // Distinct keys, enough to cross the merge threshold in most cases,
@@ -606,7 +608,10 @@ proptest! {
         let entries = all.into_iter().map(|(k, v)| (k, Val(v)));
         let (map, part_keys, merges_from): (HybridMap<Val>, _, _) = match how {
             0 => (entries.collect(), HybridConfig::DEFAULT_PART_KEYS, 4096),
-            1 => (HybridConfig::new().min_delta_keys(16).part_keys(64).build_from(entries), 64, 16),
+            1 => {
+                let config = HybridConfig::new().min_delta_keys(16).part_keys(64).build_threads(threads);
+                (config.build_from(entries), 64, 16)
+            }
             _ => (HybridConfig::new().manual().part_keys(64).build_from(entries), 64, usize::MAX),
         };
         let stats = map.stats();

@@ -256,6 +256,7 @@
 //! ```
 
 mod base;
+mod bulk;
 mod entry;
 mod filter;
 mod iter;
@@ -359,6 +360,30 @@ struct MergeRecord {
     last_at: Option<SystemTime>,
     last_keys: usize,
     last_error: Option<String>,
+}
+
+impl MergeRecord {
+    /// A merge built a base of `keys` keys in `duration`.
+    fn built(&mut self, duration: Duration, keys: usize) {
+        self.merges += 1;
+        self.last_duration = Some(duration);
+        self.last_at = Some(SystemTime::now());
+        self.last_keys = keys;
+        self.last_error = None;
+    }
+
+    /// A merge ended with `outcome`, a failure.
+    fn failed(&mut self, outcome: &Outcome) {
+        self.failed += 1;
+        self.last_error = Some(match outcome {
+            Outcome::Failed(err) => format!("merge failed: {err}"),
+            Outcome::Panicked(payload) => format!(
+                "merge panicked: {}",
+                crate::error::panic_message(payload.as_ref())
+            ),
+            Outcome::Built(_) | Outcome::Cancelled => unreachable!("not a failure: {outcome:?}"),
+        });
+    }
 }
 
 /// A snapshot of a [`HybridMap`]'s layers and merge history; see
@@ -690,11 +715,7 @@ impl<V: FrozenValue + Clone> Inner<V> {
         let mut record = self.record();
         match outcome {
             Outcome::Built(duration) => {
-                record.merges += 1;
-                record.last_duration = Some(duration);
-                record.last_at = Some(SystemTime::now());
-                record.last_keys = keys;
-                record.last_error = None;
+                record.built(duration, keys);
                 drop(record);
                 // The sealed deltas are all in the new base now, and their
                 // pending entries' change to `len` with them: under the
@@ -711,18 +732,9 @@ impl<V: FrozenValue + Clone> Inner<V> {
                 Merged::Done
             }
             Outcome::Cancelled => Merged::Cancelled,
-            Outcome::Failed(err) => {
-                record.failed += 1;
-                record.last_error = Some(format!("merge failed: {err}"));
-                Merged::Failed(Outcome::Failed(err))
-            }
-            Outcome::Panicked(payload) => {
-                record.failed += 1;
-                record.last_error = Some(format!(
-                    "merge panicked: {}",
-                    crate::error::panic_message(payload.as_ref())
-                ));
-                Merged::Failed(Outcome::Panicked(payload))
+            failed => {
+                record.failed(&failed);
+                Merged::Failed(failed)
             }
         }
     }
@@ -804,8 +816,59 @@ where
         entries: impl IntoIterator<Item = (K, V)>,
         config: HybridConfig,
     ) -> Self {
+        let mut entries = entries.into_iter();
+        let sample_len = bulk::sample_len(config.part_keys, config.min_delta_keys);
+        // A policy that merges that many entries over an empty base merges
+        // any more, so the entries need never be in one tree.
+        if config.build_threads > 1 && config.wants_merge(sample_len, 0, 0, 0) {
+            let sample: Vec<(K, V)> = entries.by_ref().take(sample_len).collect();
+            if sample.len() == sample_len {
+                return Self::build_in_shares(sample, entries, config);
+            }
+            return Self::build_in_one(sample.into_iter().chain(entries), config);
+        }
+        Self::build_in_one(entries, config)
+    }
+
+    /// [`build_from`](Self::build_from) on several threads (see
+    /// [`bulk`]), `sample` the first entries.
+    fn build_in_shares<K: AsRef<[u8]>>(
+        sample: Vec<(K, V)>,
+        rest: impl Iterator<Item = (K, V)>,
+        config: HybridConfig,
+    ) -> Self {
+        let threads = config.build_threads;
+        match bulk::build(sample, rest, threads, config.part_keys) {
+            bulk::Bulk::Built { parts, keys, took } => {
+                let layers = Layers {
+                    deltas: Vec::new(),
+                    base: Base::from_parts(parts),
+                    seals: 0,
+                };
+                let fresh = Delta::with_capacity(config.delta_keys_hint(keys));
+                let map = Self::from_layers(fresh, Arc::new(layers), keys, config);
+                map.inner.record().built(took, keys);
+                map
+            }
+            // As when the merge of a map built in one tree fails, but with
+            // the delta fresh: no merge sealed it.
+            bulk::Bulk::Failed { values, why } => {
+                let len = values.len();
+                let layers = Arc::new(Layers::new(empty_layer()));
+                let map = Self::from_layers(Delta::of_values(*values, true), layers, len, config);
+                map.inner.record().failed(&why);
+                map
+            }
+        }
+    }
+
+    /// [`build_from`](Self::build_from) in one tree.
+    fn build_in_one<K: AsRef<[u8]>>(
+        entries: impl Iterator<Item = (K, V)>,
+        config: HybridConfig,
+    ) -> Self {
         // `extend` does not compact as it goes; as a delta it never will.
-        let values: FastArt<V> = entries.into_iter().collect();
+        let values: FastArt<V> = entries.collect();
         let len = values.len();
         let layers = Arc::new(Layers::new(empty_layer()));
         let merge = config.wants_merge(
@@ -1908,7 +1971,9 @@ where
     /// are collected into a [`FastArt`], which becomes the map's delta, and
     /// merged into the base at once, in this thread, if the default policy
     /// would merge a delta of that size over an empty base (it does from
-    /// 4,096 entries).
+    /// 4,096 entries). From 65,536 entries on, that work is split among
+    /// the machine's cores (up to four), each gathering and building one
+    /// range of keys; see [`HybridConfig::build_threads`].
     ///
     /// That is one merge instead of the many that inserting one by one into
     /// a growing map takes, and no lookups below for old values: over the

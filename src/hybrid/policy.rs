@@ -38,6 +38,7 @@ pub struct HybridConfig {
     pub(crate) min_delta_keys: usize,
     pub(crate) background: bool,
     pub(crate) part_keys: usize,
+    pub(crate) build_threads: usize,
 }
 
 impl HybridConfig {
@@ -49,6 +50,9 @@ impl HybridConfig {
     pub const DEFAULT_MIN_DELTA_KEYS: usize = 4096;
     /// The default [`part_keys`](Self::part_keys): 2^20 (1,048,576).
     pub const DEFAULT_PART_KEYS: usize = 1 << 20;
+    /// The most threads [`build_threads`](Self::build_threads) takes by
+    /// default (fewer where the machine has fewer cores).
+    pub const MAX_DEFAULT_BUILD_THREADS: usize = 4;
 
     /// The default policy.
     ///
@@ -68,6 +72,9 @@ impl HybridConfig {
             min_delta_keys: Self::DEFAULT_MIN_DELTA_KEYS,
             background: true,
             part_keys: Self::DEFAULT_PART_KEYS,
+            build_threads: std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(Self::MAX_DEFAULT_BUILD_THREADS),
         }
     }
 
@@ -206,6 +213,38 @@ impl HybridConfig {
         self
     }
 
+    /// How many threads, the caller's included, build a map **in one go**
+    /// (`collect`, [`build_from`](Self::build_from)) when the entries are
+    /// many (from 2 × [`part_keys`](Self::part_keys) or
+    /// [`min_delta_keys`](Self::min_delta_keys), whichever is more, capped
+    /// at 65,536) and this policy merges them at once. The key space is then
+    /// cut into one share per thread at keys taken from the first entries;
+    /// the calling thread reads the entries and hands each share's on, and
+    /// each thread gathers its share in a tree and builds the base's parts
+    /// of that range. Over the 7.3 M Debian paths, two threads built the map
+    /// in 7.7–8.9 s against 13.3–14.2 s for one, with the same CPU time and
+    /// a peak of 48–49 against 47 bytes per key.
+    ///
+    /// Merges never take more than one thread: they run beside the map's
+    /// users. By default the machine's cores, at most
+    /// [`MAX_DEFAULT_BUILD_THREADS`](Self::MAX_DEFAULT_BUILD_THREADS).
+    ///
+    /// # Panics
+    /// If `threads` is 0.
+    ///
+    /// ```
+    /// let entries = (0..10_000u32).map(|i| (format!("usr/lib/{i:05}"), i));
+    /// let map = memkv::HybridConfig::new().part_keys(1000).build_threads(3).build_from(entries);
+    /// let stats = map.stats();
+    /// assert_eq!((stats.base_keys, stats.delta_entries, stats.merges), (10_000, 0, 1));
+    /// assert_eq!(map.get("usr/lib/09999"), Some(9999));
+    /// ```
+    pub fn build_threads(mut self, threads: usize) -> Self {
+        assert!(threads > 0, "build_threads must be at least 1");
+        self.build_threads = threads;
+        self
+    }
+
     /// No automatic merges at all: only the calls that ask for one merge,
     /// [`freeze`](super::HybridMap::freeze),
     /// [`merge_in_background`](super::HybridMap::merge_in_background) and
@@ -250,7 +289,9 @@ impl HybridConfig {
     /// [`FastArt`](crate::FastArt), then merged into a base at once, in this
     /// thread, if this policy would merge a delta of their size over an
     /// empty base (the [`manual`](Self::manual) policy leaves them in the
-    /// delta for [`freeze`](super::HybridMap::freeze)).
+    /// delta for [`freeze`](super::HybridMap::freeze)). Many entries are
+    /// gathered and merged on [`build_threads`](Self::build_threads)
+    /// threads, each taking one range of keys.
     ///
     /// ```
     /// use memkv::HybridConfig;
@@ -322,6 +363,7 @@ impl fmt::Debug for HybridConfig {
             .field("min_delta_keys", &self.min_delta_keys)
             .field("background", &self.background)
             .field("part_keys", &self.part_keys)
+            .field("build_threads", &self.build_threads)
             .finish()
     }
 }
