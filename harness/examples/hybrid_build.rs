@@ -13,7 +13,7 @@
 //! * `extend`: `Extend` on a new map (old values looked up 256 at a time);
 //! * `put`: one blind `put` at a time (no old value looked up);
 //! * `collect`: `FromIterator` (the entries gathered in a `FastArt`, then
-//!   one merge).
+//!   one merge, its parts built on `--build-threads` threads).
 //!
 //! Then `freeze` merges what is left and `len` settles what the blind writes
 //! left pending; both are timed with the build. Memory (jemalloc
@@ -28,7 +28,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
-use memkv::HybridMap;
+use memkv::{HybridConfig, HybridMap};
 
 mod common;
 use common::allocated;
@@ -53,6 +53,9 @@ struct Args {
     /// One key per line (default: the embedded 100k Debian sample).
     #[arg(long)]
     dataset: Option<PathBuf>,
+    /// `HybridConfig::build_threads` for the map (default: the library's).
+    #[arg(long)]
+    build_threads: Option<usize>,
 }
 
 fn main() {
@@ -74,29 +77,34 @@ fn main() {
             peak
         })
     };
+    let config = match args.build_threads {
+        Some(threads) => HybridConfig::new().build_threads(threads),
+        None => HybridConfig::new(),
+    };
     let cpu = common::cpu_seconds("/proc/self/stat");
     let started = Instant::now();
     let map: HybridMap<u64> = match args.how {
         How::Insert => {
-            let map = HybridMap::new();
+            let map = config.build();
             for (key, value) in entries() {
                 map.insert(key, value);
             }
             map
         }
         How::Extend => {
-            let mut map = HybridMap::new();
+            let mut map = config.build();
             map.extend(entries());
             map
         }
         How::Put => {
-            let map = HybridMap::new();
+            let map = config.build();
             for (key, value) in entries() {
                 map.put(key, value);
             }
             map
         }
-        How::Collect => entries().collect(),
+        // `collect` is `build_from` with the default policy.
+        How::Collect => config.build_from(entries()),
     };
     let written = started.elapsed();
     map.freeze().expect("the last merge");
@@ -115,13 +123,14 @@ fn main() {
     println!(
         "{:?}: {n} keys in {total:.2?} ({:.0} keys/s; the writes {written:.2?}, then freeze and len); \
          CPU {cpu:.1} s; memory peak {:.1} B/key, end {:.1} B/key ({:.1} by memory_usage); \
-         {} merges; len {len}, {wrong} of {n} lookups wrong",
+         {} merges, the last {:.2?}; len {len}, {wrong} of {n} lookups wrong",
         args.how,
         n as f64 / total.as_secs_f64(),
         per_key(peak),
         per_key(end),
         per_key(map.memory_usage() as u64),
         map.stats().merges,
+        map.stats().last_merge_duration.unwrap_or_default(),
     );
     assert_eq!((len, wrong), (n, 0), "every key, with its value");
 }
