@@ -1977,12 +1977,13 @@ where
     ///
     /// That is one merge instead of the many that inserting one by one into
     /// a growing map takes, and no lookups below for old values: over the
-    /// 7.3 M Debian paths, 15.8–16.6 s and as much CPU time, against
-    /// 30.3–35.6 s and 51–58 s of CPU (the merges run on a second thread)
-    /// for [`extend`](Extend::extend) into a new map. Meanwhile it holds the
-    /// tree (35 bytes per key there) and then the base being built beside
-    /// it: 47 bytes per key at the peak, against 30–32 for `extend`. For a
-    /// map built under a tight memory budget, `extend` a new map instead.
+    /// 7.3 M Debian paths, on two cores, 7.7–8.3 s and 15–16 s of CPU,
+    /// against 26.6–28.3 s and 45 s of CPU (the merges run on a second
+    /// thread) for [`extend`](Extend::extend) into a new map; on one thread
+    /// 14.6–17.8 s. Meanwhile it holds the trees (35 bytes per key there)
+    /// and then the base being built beside them: 48–49 bytes per key at the
+    /// peak, against 31–33 for `extend`. For a map built under a tight
+    /// memory budget, `extend` a new map instead.
     ///
     /// ```
     /// let map: memkv::HybridMap<u32> = (0..10_000).map(|i| (format!("k{i:05}"), i)).collect();

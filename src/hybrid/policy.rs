@@ -222,8 +222,10 @@ impl HybridConfig {
     /// the calling thread reads the entries and hands each share's on, and
     /// each thread gathers its share in a tree and builds the base's parts
     /// of that range. Over the 7.3 M Debian paths, two threads built the map
-    /// in 7.7–8.9 s against 13.3–14.2 s for one, with the same CPU time and
-    /// a peak of 48–49 against 47 bytes per key.
+    /// in 8.1–8.8 s against 14.6–17.8 s for one (1.7–2.2× in three pairs),
+    /// for about the same CPU time and a peak of 48–49 against 46–47 bytes
+    /// per key. Besides the second core, each thread's tree is half as
+    /// large, so fewer of its nodes miss the cache.
     ///
     /// Merges never take more than one thread: they run beside the map's
     /// users. By default the machine's cores, at most
