@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use crate::frozen::save_built;
 use crate::keys::before_end;
-use crate::{FrozenLayer, FrozenValue, Result};
+use crate::{FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
 
 /// One frozen layer and the range of keys it answers for.
 pub(crate) struct Part<V: FrozenValue> {
@@ -63,6 +63,22 @@ impl<V: FrozenValue> Part<V> {
             keys: layer.len(),
             layer: Arc::new(layer),
         }
+    }
+
+    /// A part of the keys `builder` holds, all in `lower..upper`: what a
+    /// merge makes of each builder it fills.
+    pub(crate) fn built(
+        lower: Box<[u8]>,
+        upper: Option<Box<[u8]>>,
+        builder: FrozenLayerBuilder<V>,
+    ) -> Result<Self> {
+        let layer = builder.into_layer()?;
+        Ok(Part {
+            lower,
+            upper,
+            keys: layer.len(),
+            layer: Arc::new(layer),
+        })
     }
 
     /// The entries in `start..end` that this part answers for.

@@ -16,7 +16,6 @@
 
 use std::mem;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -282,24 +281,13 @@ fn build_parts<V: FrozenValue + Clone>(
     while let Some((key, value)) = entries.next_entry() {
         if builder.len() as usize >= target && left >= target / 2 {
             let full = mem::replace(&mut builder, FrozenLayerBuilder::memory());
-            let layer = full.into_layer()?;
-            parts.push(Part {
-                lower: mem::replace(&mut lower, key.into()),
-                upper: Some(key.into()),
-                keys: layer.len(),
-                layer: Arc::new(layer),
-            });
+            let lower = mem::replace(&mut lower, key.into());
+            parts.push(Part::built(lower, Some(key.into()), full)?);
         }
         builder.insert(key, value.clone())?;
         left -= 1;
     }
-    let layer = builder.into_layer()?;
-    parts.push(Part {
-        lower,
-        upper,
-        keys: layer.len(),
-        layer: Arc::new(layer),
-    });
+    parts.push(Part::built(lower, upper, builder)?);
     Ok(parts)
 }
 
@@ -328,6 +316,8 @@ fn glue<V: FrozenValue>(parts: Vec<Part<V>>) -> Vec<Part<V>> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]

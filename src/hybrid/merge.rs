@@ -181,14 +181,10 @@ fn stream<V: FrozenValue + Clone>(
         if let Some(upper) = cut {
             // Finish the part before starting the next one's buffer.
             let full = mem::replace(&mut builder, FrozenLayerBuilder::memory());
-            let layer = full.into_layer()?;
-            built += layer.len();
-            publish(Part {
-                lower: mem::replace(&mut lower, upper.clone()),
-                upper: Some(upper),
-                keys: layer.len(),
-                layer: Arc::new(layer),
-            });
+            let lower = mem::replace(&mut lower, upper.clone());
+            let part = Part::built(lower, Some(upper), full)?;
+            built += part.keys;
+            publish(part);
             builder = FrozenLayerBuilder::memory_with_capacity(expected_bytes(
                 &old, &size, within, consumed,
             ));
@@ -230,18 +226,13 @@ fn stream<V: FrozenValue + Clone>(
             building.store(builder.memory_usage(), Ordering::Relaxed);
         }
     }
-    let layer = builder.into_layer()?;
+    let part = Part::built(lower, None, builder)?;
     debug_assert_eq!(
-        built + layer.len(),
+        built + part.keys,
         keys,
         "the map's len disagrees with its layers"
     );
-    publish(Part {
-        lower,
-        upper: None,
-        keys: layer.len(),
-        layer: Arc::new(layer),
-    });
+    publish(part);
     Ok(true)
 }
 
