@@ -125,15 +125,14 @@ where
     // Share `i` holds the keys from `lowers[i]` up to `lowers[i + 1]`.
     let mut lowers: Vec<Box<[u8]>> = vec![Box::default()];
     lowers.extend(pivots.iter().cloned());
-    let upper = |i: usize| lowers.get(i + 1).cloned();
     let (results, gathered) = thread::scope(|scope| {
         let mut shares = Vec::with_capacity(lowers.len());
         let mut others = Vec::new();
         shares.push(Share::Kept(Box::default()));
         for (i, lower) in lowers.iter().enumerate().skip(1) {
             let (sender, receiver) = mpsc::sync_channel(BATCHES_UNDER_WAY);
-            let (lower, upper) = (lower.clone(), upper(i));
-            let work = move || gather_and_build(receiver, lower, upper, part_keys);
+            let lower = lower.clone();
+            let work = move || gather_and_build(receiver, lower, part_keys);
             match thread::Builder::new()
                 .name("memkv-hybrid-build".into())
                 .spawn_scoped(scope, work)
@@ -170,7 +169,7 @@ where
             .collect();
         for (i, tree) in kept {
             let parts = panic::catch_unwind(AssertUnwindSafe(|| {
-                build_parts(&tree, lowers[i].clone(), upper(i), part_keys)
+                build_parts(&tree, lowers[i].clone(), part_keys)
             }));
             results[i] = Some((*tree, parts));
         }
@@ -245,32 +244,29 @@ fn pass<V: FrozenValue + Clone>(share: &mut Share<V>, batch: Batch<V>) {
 }
 
 /// Another thread's work: gathers the batches of one share, from `lower`
-/// up to `upper`, then builds its parts.
+/// on, then builds its parts.
 fn gather_and_build<V: FrozenValue + Clone>(
     batches: Receiver<Batch<V>>,
     lower: Box<[u8]>,
-    upper: Option<Box<[u8]>>,
     part_keys: usize,
 ) -> Built<V> {
     let mut tree = FastArt::new();
     for batch in batches {
         batch.into_tree(&mut tree);
     }
-    let parts = panic::catch_unwind(AssertUnwindSafe(|| {
-        build_parts(&tree, lower, upper, part_keys)
-    }));
+    let parts = panic::catch_unwind(AssertUnwindSafe(|| build_parts(&tree, lower, part_keys)));
     (tree, parts)
 }
 
-/// The parts of one share's keys, from `lower` up to `upper`, cut every
+/// The parts of one share's keys, from `lower` on, cut every
 /// `part_keys` keys as a merge over an empty base cuts them, except that
 /// fewer than half that many left at the end go into the part before
 /// (which then holds at most one and a half times as many): the shares'
-/// ends are not where such a merge would cut.
+/// ends are not where such a merge would cut. The last part has no upper
+/// bound: [`glue`] sets the bounds where the shares meet.
 fn build_parts<V: FrozenValue + Clone>(
     tree: &FastArt<V>,
     mut lower: Box<[u8]>,
-    upper: Option<Box<[u8]>>,
     part_keys: usize,
 ) -> Result<Vec<Part<V>>> {
     let target = part_keys.max(1);
@@ -287,14 +283,14 @@ fn build_parts<V: FrozenValue + Clone>(
         builder.insert(key, value.clone())?;
         left -= 1;
     }
-    parts.push(Part::built(lower, upper, builder)?);
+    parts.push(Part::built(lower, None, builder)?);
     Ok(parts)
 }
 
 /// The shares' parts as one base: parts with no keys (of a share the
 /// sample's pivots left empty) are dropped, and each remaining part's
-/// range widened to meet the next one's, which is safe since no key lies
-/// in the ranges dropped.
+/// range made to end where the next one's starts (the last: unbounded).
+/// That widens a range only over those dropped, where no key lies.
 fn glue<V: FrozenValue>(parts: Vec<Part<V>>) -> Vec<Part<V>> {
     let last = parts.len() - 1;
     let mut kept: Vec<Part<V>> = (parts.into_iter().enumerate())
@@ -341,7 +337,7 @@ mod tests {
     fn parts_are_cut_at_the_target_with_a_small_rest_kept_in() {
         let tree: FastArt<u32> = (0..25u32).map(|i| (format!("{i:02}"), i)).collect();
         let sizes = |part_keys| -> Vec<usize> {
-            let parts = build_parts(&tree, b"".as_slice().into(), None, part_keys).unwrap();
+            let parts = build_parts(&tree, b"".as_slice().into(), part_keys).unwrap();
             parts.iter().map(|part| part.keys).collect()
         };
         assert_eq!(sizes(10), [10, 10, 5]); // 5 left: half of 10
@@ -349,16 +345,11 @@ mod tests {
         assert_eq!(sizes(8), [8, 8, 9]);
         assert_eq!(sizes(6), [6, 6, 6, 7]);
         assert_eq!(sizes(100), [25]);
-        let parts = build_parts(
-            &tree,
-            b"".as_slice().into(),
-            Some(b"3".as_slice().into()),
-            10,
-        );
-        let parts = parts.unwrap();
-        assert_eq!(&*parts[1].lower, b"10");
+        let parts = build_parts(&tree, b"a".as_slice().into(), 10).unwrap();
+        let lowers: Vec<&[u8]> = parts.iter().map(|part| &*part.lower).collect();
+        assert_eq!(lowers, [&b"a"[..], b"10", b"20"]);
         assert_eq!(parts[0].upper.as_deref(), Some(&b"10"[..]));
-        assert_eq!(parts[2].upper.as_deref(), Some(&b"3"[..]));
+        assert_eq!(parts[2].upper, None);
     }
 
     #[test]
