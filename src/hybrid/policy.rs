@@ -418,14 +418,14 @@ mod tests {
 
     #[test]
     fn debug_shows_every_setting() {
-        let shown = format!("{:?}", HybridConfig::new().part_keys(77).background(false));
+        let config = HybridConfig::new().part_keys(77).background(false);
+        let shown = format!("{:?}", config.build_threads(5));
         for field in ["key_ratio", "byte_ratio", "byte_budget", "min_delta_keys"] {
             assert!(shown.contains(field), "{shown}");
         }
-        assert!(
-            shown.contains("background: false") && shown.contains("part_keys: 77"),
-            "{shown}"
-        );
+        for setting in ["background: false", "part_keys: 77", "build_threads: 5"] {
+            assert!(shown.contains(setting), "{shown}");
+        }
     }
 
     #[test]
