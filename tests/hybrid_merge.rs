@@ -164,15 +164,21 @@ fn a_collect_whose_merge_fails_loses_nothing() {
     assert_a_failed_build_loses_nothing(&map);
 }
 
+/// The numbers `0..n` out of order (a permutation: 7,919 is prime to n).
+fn shuffled(n: u64) -> impl Iterator<Item = u64> {
+    assert!(!n.is_multiple_of(7919));
+    (0..n).map(move |i| i * 7919 % n)
+}
+
 #[test]
 fn a_build_in_shares_whose_part_fails_loses_nothing() {
-    // 5,000 keys in parts of 100 on two or three threads: the entries are
-    // split among the threads' trees, and the part that meets the value
-    // whose encoding panics fails. Every entry then goes into the fresh
-    // delta, in one tree.
+    // 5,000 keys out of order, in parts of 100, on two or three threads:
+    // the entries are split among the threads' trees, and the part that
+    // meets the value whose encoding panics fails. Every entry then goes
+    // into the fresh delta, in one tree.
     for threads in [2, 3] {
         let config = HybridConfig::new().part_keys(100).build_threads(threads);
-        let map = config.build_from((0..5000).map(|i| (key(i), Touchy::<4321>(i))));
+        let map = config.build_from(shuffled(5000).map(|i| (key(i), Touchy::<4321>(i))));
         let stats = map.stats();
         assert_eq!(
             (stats.delta_entries, stats.base_keys, stats.sealed_deltas),
@@ -184,18 +190,73 @@ fn a_build_in_shares_whose_part_fails_loses_nothing() {
 }
 
 #[test]
-fn a_panic_in_the_entries_of_a_build_in_shares_is_passed_on() {
-    // After the sample (4,096 entries: the default `min_delta_keys`) the
-    // entries go to the other threads; the panic comes out of `build_from`
-    // once they have stopped.
-    let entries = (0..5000).map(|i| {
+fn a_sorted_build_whose_part_fails_loses_nothing() {
+    // 5,000 keys in order: parts are built straight from them, and the one
+    // that meets the value whose encoding panics fails. The parts built,
+    // the entries of the failed one and those not yet read all go into
+    // the fresh delta. Then the same with the order broken after the
+    // failing key, and before it: the entries from there on are written
+    // by `extend`, and the failure comes with the merge of them.
+    let sorted = HybridConfig::new()
+        .part_keys(100)
+        .build_from((0..5000).map(|i| (key(i), Touchy::<4321>(i))));
+    assert_eq!(
+        (sorted.stats().delta_entries, sorted.stats().base_keys),
+        (5000, 0)
+    );
+    assert_a_failed_build_loses_nothing(&sorted);
+    let order = (0..4500).chain(shuffled(500).map(|i| 4500 + i));
+    let broken_after = HybridConfig::new()
+        .part_keys(100)
+        .build_from(order.map(|i| (key(i), Touchy::<4321>(i))));
+    assert_eq!(broken_after.stats().delta_entries, 5000);
+    assert_a_failed_build_loses_nothing(&broken_after);
+    let order = (0..4200).chain(shuffled(800).map(|i| 4200 + i));
+    let broken_before = HybridConfig::new()
+        .part_keys(100)
+        .build_from(order.map(|i| (key(i), Touchy::<4321>(i))));
+    // The base holds the keys up to where the order broke (4200 and the
+    // few after it that still came in order); `extend` wrote the rest.
+    let stats = broken_before.stats();
+    assert!((4200..4300).contains(&stats.base_keys), "{stats:?}");
+    assert_eq!(
+        (
+            stats.merges,
+            stats.failed_merges,
+            stats.len,
+            stats.delta_entries
+        ),
+        (1, 0, 5000, 5000 - stats.base_keys)
+    );
+    assert_all_there(&broken_before, 5000, &[]);
+    // `freeze` passes the panic on, the map left as it was.
+    assert!(panic::catch_unwind(AssertUnwindSafe(|| broken_before.freeze())).is_err());
+    assert_all_there(&broken_before, 5000, &[]);
+}
+
+#[test]
+fn a_panic_in_the_entries_of_a_build_in_one_go_is_passed_on() {
+    // After the sample (4,096 entries: the default `min_delta_keys`), out
+    // of order, the entries go to the other threads: the panic comes out
+    // of `build_from` once they have stopped. In order, the parts are
+    // built from them in this thread.
+    let bad = |i: u64| {
         assert!(i != 4500, "entry 4500 is bad");
         (key(i), Touchy::<{ u64::MAX }>(i))
-    });
+    };
     let config = HybridConfig::new().part_keys(100).build_threads(2);
-    let built = panic::catch_unwind(AssertUnwindSafe(|| config.build_from(entries)));
-    let payload = built.expect_err("the iterator panicked");
-    assert_eq!(payload.downcast_ref::<&str>(), Some(&"entry 4500 is bad"));
+    for in_order in [false, true] {
+        let order: Box<dyn Iterator<Item = u64>> = if in_order {
+            Box::new(0..5000)
+        } else {
+            Box::new(shuffled(5000))
+        };
+        let built = panic::catch_unwind(AssertUnwindSafe(|| {
+            config.clone().build_from(order.map(bad))
+        }));
+        let payload = built.expect_err("the iterator panicked");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"entry 4500 is bad"));
+    }
 }
 
 /// A value whose encoding of `HOLD` blocks until the test opens the gate:

@@ -587,23 +587,48 @@ proptest! {
     /// A map built in one go (entries with repeated keys, later ones
     /// winning) by `collect` (merged into a base at once from 4,096 keys),
     /// by `HybridConfig::build_from` with small parts (merged from 16
-    /// keys; from 128 entries on, split among up to four threads), or with
-    /// the manual policy (left in the delta), then used.
+    /// keys; from 128 entries on, built straight into parts while they come
+    /// in key order, else split among up to four threads), or with the
+    /// manual policy (left in the delta), then used.
     #[test]
     fn maps_built_in_one_go(
         entries in prop::collection::vec((key(), any::<u64>()), 0..300),
         filler in 0usize..6000,
         how in 0..3u8,
         threads in 1..5usize,
+        order in 0..4u8,
         ops in prop::collection::vec(op(), 0..40),
     ) {
         // Distinct keys, enough to cross the merge threshold in most cases,
-        // interleaved with the generated ones.
+        // interleaved with the generated ones; then all in key order (a
+        // later entry for a key still after an earlier one), the first
+        // half in key order, each key once in order followed by the last
+        // one and the generated ones again, or as they are.
         let filler = (0..filler).map(|i| (format!("usr/lib/{:02}/{i}", i % 37).into_bytes(), i as u64));
         let mut all: Vec<(Vec<u8>, u64)> = filler.collect();
-        for (i, entry) in entries.into_iter().enumerate() {
-            all.insert((i * 17).min(all.len()), entry);
+        for (i, entry) in entries.iter().enumerate() {
+            all.insert((i * 17).min(all.len()), entry.clone());
         }
+        match order {
+            0 => all.sort_by(|a, b| a.0.cmp(&b.0)),
+            1 => {
+                let half = all.len() / 2;
+                all[..half].sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            // Each key once, in order, then the last key again, and the
+            // generated entries again: keys already written.
+            2 => {
+                let once: BTreeMap<Vec<u8>, u64> = all.drain(..).collect();
+                all.extend(once);
+                if let Some((key, value)) = all.last().cloned() {
+                    all.push((key, value ^ 1));
+                }
+                all.extend(entries);
+            }
+            _ => {}
+        }
+        // Built straight into parts while in order, then by `extend`.
+        let broke_off = how == 1 && !all.windows(2).all(|pair| pair[0].0 < pair[1].0);
         let model: BTreeMap<Vec<u8>, Val> = all.iter().map(|(k, v)| (k.clone(), Val(*v))).collect();
         let entries = all.into_iter().map(|(k, v)| (k, Val(v)));
         let (map, part_keys, merges_from): (HybridMap<Val>, _, _) = match how {
@@ -617,7 +642,9 @@ proptest! {
         let stats = map.stats();
         prop_assert_eq!(stats.len, model.len());
         prop_assert_eq!(stats.failed_merges, 0);
-        if model.len() >= merges_from {
+        if model.len() >= merges_from && broke_off {
+            prop_assert!(stats.merges >= 1);
+        } else if model.len() >= merges_from {
             prop_assert_eq!(stats.merges, 1);
             prop_assert_eq!((stats.base_keys, stats.delta_entries), (model.len(), 0));
             prop_assert!(stats.base_parts >= model.len() / (2 * part_keys));

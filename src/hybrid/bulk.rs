@@ -81,6 +81,17 @@ impl<V> Batch<V> {
         self.entries.push((self.bytes.len(), value));
     }
 
+    /// The key pushed last.
+    fn last_key(&self) -> Option<&[u8]> {
+        let (end, _) = self.entries.last()?;
+        let start = self
+            .entries
+            .len()
+            .checked_sub(2)
+            .map_or(0, |i| self.entries[i].0);
+        Some(&self.bytes[start..*end])
+    }
+
     /// Adds the entries to `tree`, in order (a later one wins).
     fn into_tree(self, tree: &mut FastArt<V>) {
         let Batch { bytes, entries } = self;
@@ -213,6 +224,137 @@ where
     Bulk::Failed {
         values,
         why: why.expect("a share failed"),
+    }
+}
+
+/// Whether the keys of `sample` strictly increase: entries that may come
+/// in key order, which [`build_sorted`] takes without a tree.
+pub(super) fn in_order<K: AsRef<[u8]>, V>(sample: &[(K, V)]) -> bool {
+    sample
+        .windows(2)
+        .all(|pair| pair[0].0.as_ref() < pair[1].0.as_ref())
+}
+
+/// What [`build_sorted`] made of the entries.
+pub(super) enum Sorted<K, V: FrozenValue> {
+    /// The base's parts, built from the entries up to `next`, the first
+    /// whose key was not above the one before (`None`: they all were; the
+    /// caller writes it and the rest into the map), with the keys they hold
+    /// and the time they took.
+    Built {
+        parts: Vec<Part<V>>,
+        keys: usize,
+        took: Duration,
+        next: Option<(K, V)>,
+    },
+    /// Building a part failed: every entry, in one tree, and why.
+    Failed {
+        values: Box<FastArt<V>>,
+        why: Outcome,
+    },
+}
+
+/// Builds the base's parts straight from `sample` and then `rest`, with
+/// no tree, for as long as their keys strictly increase: parts of
+/// `part_keys` keys, cut as a merge over an empty base cuts them. A part's
+/// entries are also kept aside (keys in one buffer, values cloned) until
+/// its layer is built, so that if the build fails, they, the parts built
+/// before and the entries not yet read all go into one tree.
+pub(super) fn build_sorted<K, V>(
+    sample: Vec<(K, V)>,
+    rest: &mut impl Iterator<Item = (K, V)>,
+    part_keys: usize,
+) -> Sorted<K, V>
+where
+    K: AsRef<[u8]>,
+    V: FrozenValue + Clone,
+{
+    let started = Instant::now();
+    let target = part_keys.max(1);
+    let mut parts: Vec<Part<V>> = Vec::new();
+    // Sized for a part from the sample's keys, and reused: grown by
+    // doubling, its buffer would end up to twice a part's keys.
+    let key_bytes: usize = sample.iter().map(|(key, _)| key.as_ref().len()).sum();
+    let mean = key_bytes.div_ceil(sample.len().max(1));
+    let mut aside = Batch {
+        bytes: Vec::with_capacity(mean.saturating_mul(target) / 10 * 11),
+        entries: Vec::with_capacity(target.min(1 << 24)),
+    };
+    let mut next = None;
+    let mut failed = None;
+    let mut builder = FrozenLayerBuilder::memory();
+    let mut lower: Box<[u8]> = Box::default();
+    let mut entries = sample.into_iter().chain(&mut *rest);
+    // The caller's iterator runs outside `guarded`: a panic in it is the
+    // caller's, passed on.
+    for (key, value) in entries.by_ref() {
+        let bytes = key.as_ref();
+        // (The first entry of a part is pushed aside as it starts it.)
+        if aside.last_key() >= Some(bytes) {
+            next = Some((key, value));
+            break;
+        }
+        if builder.len() as usize >= target {
+            let full = mem::replace(&mut builder, FrozenLayerBuilder::memory());
+            let below = mem::replace(&mut lower, bytes.into());
+            match guarded(|| Part::built(below, Some(bytes.into()), full)) {
+                Ok(part) => {
+                    parts.push(part);
+                    aside.bytes.clear();
+                    aside.entries.clear();
+                }
+                Err(why) => {
+                    failed = Some(why);
+                    next = Some((key, value));
+                    break;
+                }
+            }
+        }
+        aside.push(bytes, value.clone());
+        if let Err(why) = guarded(|| builder.insert(bytes, value)) {
+            failed = Some(why);
+            break;
+        }
+    }
+    if failed.is_none() {
+        match guarded(|| Part::built(lower, None, builder)) {
+            Ok(part) => {
+                parts.push(part);
+                let keys = parts.iter().map(|part| part.keys).sum();
+                return Sorted::Built {
+                    parts,
+                    keys,
+                    took: started.elapsed(),
+                    next,
+                };
+            }
+            Err(why) => failed = Some(why),
+        }
+    }
+    // The parts hold their keys in order, the part that failed follows
+    // them, and the entries not read come last and win.
+    let mut values = Box::new(FastArt::new());
+    for part in &parts {
+        let mut layer = part.layer.iter();
+        while let Some((key, value)) = layer.next_entry() {
+            values.insert(key, value);
+        }
+    }
+    aside.into_tree(&mut values);
+    values.extend(next.into_iter().chain(entries));
+    Sorted::Failed {
+        values,
+        why: failed.expect("a build that did not fail returned"),
+    }
+}
+
+/// What `build` returns, or what went wrong in it (`encode` is user code,
+/// and may panic).
+fn guarded<T>(build: impl FnOnce() -> Result<T>) -> std::result::Result<T, Outcome> {
+    match panic::catch_unwind(AssertUnwindSafe(build)) {
+        Ok(Ok(built)) => Ok(built),
+        Ok(Err(err)) => Err(Outcome::Failed(err)),
+        Err(payload) => Err(Outcome::Panicked(payload)),
     }
 }
 

@@ -820,14 +820,45 @@ where
         let sample_len = bulk::sample_len(config.part_keys, config.min_delta_keys);
         // A policy that merges that many entries over an empty base merges
         // any more, so the entries need never be in one tree.
-        if config.build_threads > 1 && config.wants_merge(sample_len, 0, 0, 0) {
+        if config.wants_merge(sample_len, 0, 0, 0) {
             let sample: Vec<(K, V)> = entries.by_ref().take(sample_len).collect();
             if sample.len() == sample_len {
-                return Self::build_in_shares(sample, entries, config);
+                if bulk::in_order(&sample) {
+                    return Self::build_sorted(sample, entries, config);
+                }
+                if config.build_threads > 1 {
+                    return Self::build_in_shares(sample, entries, config);
+                }
             }
             return Self::build_in_one(sample.into_iter().chain(entries), config);
         }
         Self::build_in_one(entries, config)
+    }
+
+    /// [`build_from`](Self::build_from) of entries whose first ones,
+    /// `sample`, come in key order: the base built straight from them for
+    /// as long as they do (see [`bulk::build_sorted`]), then the rest
+    /// written as by `extend`.
+    fn build_sorted<K: AsRef<[u8]>>(
+        sample: Vec<(K, V)>,
+        mut rest: impl Iterator<Item = (K, V)>,
+        config: HybridConfig,
+    ) -> Self {
+        match bulk::build_sorted(sample, &mut rest, config.part_keys) {
+            bulk::Sorted::Built {
+                parts,
+                keys,
+                took,
+                next,
+            } => {
+                let mut map = Self::of_parts(parts, keys, took, config);
+                if let Some(next) = next {
+                    map.extend(std::iter::once(next).chain(rest));
+                }
+                map
+            }
+            bulk::Sorted::Failed { values, why } => Self::of_failed_build(*values, &why, config),
+        }
     }
 
     /// [`build_from`](Self::build_from) on several threads (see
@@ -839,27 +870,34 @@ where
     ) -> Self {
         let threads = config.build_threads;
         match bulk::build(sample, rest, threads, config.part_keys) {
-            bulk::Bulk::Built { parts, keys, took } => {
-                let layers = Layers {
-                    deltas: Vec::new(),
-                    base: Base::from_parts(parts),
-                    seals: 0,
-                };
-                let fresh = Delta::with_capacity(config.delta_keys_hint(keys));
-                let map = Self::from_layers(fresh, Arc::new(layers), keys, config);
-                map.inner.record().built(took, keys);
-                map
-            }
-            // As when the merge of a map built in one tree fails, but with
-            // the delta fresh: no merge sealed it.
-            bulk::Bulk::Failed { values, why } => {
-                let len = values.len();
-                let layers = Arc::new(Layers::new(empty_layer()));
-                let map = Self::from_layers(Delta::of_values(*values, true), layers, len, config);
-                map.inner.record().failed(&why);
-                map
-            }
+            bulk::Bulk::Built { parts, keys, took } => Self::of_parts(parts, keys, took, config),
+            bulk::Bulk::Failed { values, why } => Self::of_failed_build(*values, &why, config),
         }
+    }
+
+    /// A map of a base of `parts`, which hold `keys` keys, built in one go
+    /// in `took`: recorded as a merge.
+    fn of_parts(parts: Vec<Part<V>>, keys: usize, took: Duration, config: HybridConfig) -> Self {
+        let layers = Layers {
+            deltas: Vec::new(),
+            base: Base::from_parts(parts),
+            seals: 0,
+        };
+        let fresh = Delta::with_capacity(config.delta_keys_hint(keys));
+        let map = Self::from_layers(fresh, Arc::new(layers), keys, config);
+        map.inner.record().built(took, keys);
+        map
+    }
+
+    /// A map of `values`, whose build in one go failed (`why`): as when the
+    /// merge of a map built in one tree fails, but with the delta fresh, as
+    /// no merge sealed it.
+    fn of_failed_build(values: FastArt<V>, why: &Outcome, config: HybridConfig) -> Self {
+        let len = values.len();
+        let layers = Arc::new(Layers::new(empty_layer()));
+        let map = Self::from_layers(Delta::of_values(values, true), layers, len, config);
+        map.inner.record().failed(why);
+        map
     }
 
     /// [`build_from`](Self::build_from) in one tree.
@@ -1973,7 +2011,10 @@ where
     /// would merge a delta of that size over an empty base (it does from
     /// 4,096 entries). From 65,536 entries on, that work is split among
     /// the machine's cores (up to four), each gathering and building one
-    /// range of keys; see [`HybridConfig::build_threads`].
+    /// range of keys; see [`HybridConfig::build_threads`]. Entries that
+    /// come in key order go straight into the base, with no tree, for as
+    /// long as they do: over the 7.3 M paths sorted, 4.6–6.3 s and a peak
+    /// of 28 bytes per key.
     ///
     /// That is one merge instead of the many that inserting one by one into
     /// a growing map takes, and no lookups below for old values: over the
