@@ -195,8 +195,8 @@ fn a_sorted_build_whose_part_fails_loses_nothing() {
     // that meets the value whose encoding panics fails. The parts built,
     // the entries of the failed one and those not yet read all go into
     // the fresh delta. Then the same with the order broken after the
-    // failing key, and before it: the entries from there on are written
-    // by `extend`, and the failure comes with the merge of them.
+    // failing key, and before it: the entries from there on go into the
+    // delta, and the failure comes with the merge of them.
     let sorted = HybridConfig::new()
         .part_keys(100)
         .build_from((0..5000).map(|i| (key(i), Touchy::<4321>(i))));
@@ -216,7 +216,8 @@ fn a_sorted_build_whose_part_fails_loses_nothing() {
         .part_keys(100)
         .build_from(order.map(|i| (key(i), Touchy::<4321>(i))));
     // The base holds the keys up to where the order broke (4200 and the
-    // few after it that still came in order); `extend` wrote the rest.
+    // few after it that still came in order); the rest are in the delta,
+    // fewer than the policy merges.
     let stats = broken_before.stats();
     assert!((4200..4300).contains(&stats.base_keys), "{stats:?}");
     assert_eq!(

@@ -239,8 +239,8 @@ pub(super) fn in_order<K: AsRef<[u8]>, V>(sample: &[(K, V)]) -> bool {
 pub(super) enum Sorted<K, V: FrozenValue> {
     /// The base's parts, built from the entries up to `next`, the first
     /// whose key was not above the one before (`None`: they all were; the
-    /// caller writes it and the rest into the map), with the keys they hold
-    /// and the time they took.
+    /// caller writes it and the rest into the map, see [`count_new`]), with
+    /// the keys they hold and the time they took.
     Built {
         parts: Vec<Part<V>>,
         keys: usize,
@@ -346,6 +346,41 @@ where
         values,
         why: failed.expect("a build that did not fail returned"),
     }
+}
+
+/// How many of the keys of `values` the base of `parts` (built by
+/// [`build_sorted`]: each layer holds its part's keys only) does not hold:
+/// a walk of both in key order, with no lookup.
+pub(super) fn count_new<V: FrozenValue>(values: &FastArt<V>, parts: &[Part<V>]) -> usize {
+    let mut layers = parts.iter().map(|part| part.layer.iter());
+    let mut layer = layers.next();
+    // The base's next key, once read (`None`: the base has no more).
+    let mut below: Option<Vec<u8>> = None;
+    let mut advance = |below: &mut Option<Vec<u8>>| loop {
+        let Some(entries) = layer.as_mut() else {
+            *below = None;
+            return;
+        };
+        if let Some((key, _)) = entries.next_entry() {
+            let buffer = below.get_or_insert_with(Vec::new);
+            buffer.clear();
+            buffer.extend_from_slice(key);
+            return;
+        }
+        layer = layers.next();
+    };
+    advance(&mut below);
+    let mut new = 0;
+    let mut keys = values.keys();
+    while let Some(key) = keys.next_key() {
+        while below.as_deref().is_some_and(|below| below < key) {
+            advance(&mut below);
+        }
+        if below.as_deref() != Some(key) {
+            new += 1;
+        }
+    }
+    new
 }
 
 /// What `build` returns, or what went wrong in it (`encode` is user code,

@@ -837,8 +837,11 @@ where
 
     /// [`build_from`](Self::build_from) of entries whose first ones,
     /// `sample`, come in key order: the base built straight from them for
-    /// as long as they do (see [`bulk::build_sorted`]), then the rest
-    /// written as by `extend`.
+    /// as long as they do (see [`bulk::build_sorted`]). The rest are
+    /// gathered in a tree, which becomes the delta over that base, merged
+    /// at once as in one tree: the keys it adds are counted by walking it
+    /// and the base side by side, with no lookup per key, as `extend`
+    /// would make.
     fn build_sorted<K: AsRef<[u8]>>(
         sample: Vec<(K, V)>,
         mut rest: impl Iterator<Item = (K, V)>,
@@ -851,11 +854,17 @@ where
                 took,
                 next,
             } => {
-                let mut map = Self::of_parts(parts, keys, took, config);
-                if let Some(next) = next {
-                    map.extend(std::iter::once(next).chain(rest));
-                }
-                map
+                let Some(next) = next else {
+                    return Self::of_parts(parts, keys, took, config);
+                };
+                let values: FastArt<V> = std::iter::once(next).chain(rest).collect();
+                let len = keys + bulk::count_new(&values, &parts);
+                let layers = Layers {
+                    deltas: Vec::new(),
+                    base: Base::from_parts(parts),
+                    seals: 0,
+                };
+                Self::build_over(values, Arc::new(layers), len, config, Some((took, keys)))
             }
             bulk::Sorted::Failed { values, why } => Self::of_failed_build(*values, &why, config),
         }
@@ -909,18 +918,35 @@ where
         let values: FastArt<V> = entries.collect();
         let len = values.len();
         let layers = Arc::new(Layers::new(empty_layer()));
+        Self::build_over(values, layers, len, config, None)
+    }
+
+    /// A map of the delta `values` over `layers`, which hold `len` keys
+    /// together, merged at once, in this thread, if the policy would merge
+    /// such a delta. `built`: how long the base took and its keys, if it
+    /// was built as a merge would (recorded as one, before this merge).
+    fn build_over(
+        values: FastArt<V>,
+        layers: Arc<Layers<V>>,
+        len: usize,
+        config: HybridConfig,
+        built: Option<(Duration, usize)>,
+    ) -> Self {
         let merge = config.wants_merge(
-            len,
+            values.len(),
             values.memory_usage(),
             layers.base.len(),
             layers.base.layer_bytes(),
         );
         // A delta merged at once needs no filter: the merge reads its trees.
-        // If the merge fails, the delta stays, sealed, over an empty base,
-        // so the keys its filter would have turned away are absent ones,
-        // which then cost a descent into it, not a wrong answer.
+        // If the merge fails, the delta stays, sealed, and a key its filter
+        // would have turned away then costs a descent into it, not a wrong
+        // answer.
         let fresh = Delta::of_values(values, !merge);
         let map = Self::from_layers(fresh, layers, len, config);
+        if let Some((took, keys)) = built {
+            map.inner.record().built(took, keys);
+        }
         if merge {
             map.inner.automatic_merge();
         }

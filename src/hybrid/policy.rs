@@ -231,7 +231,7 @@ impl HybridConfig {
     /// not split: their parts are built straight from them, in the calling
     /// thread, with no tree (over the same paths sorted, 4.6–6.3 s and a
     /// peak of 28 bytes per key). Should the order break, the entries from
-    /// there on are written as by `extend`.
+    /// there on are gathered in a tree, which is merged into that base.
     ///
     /// Merges never take more than one thread: they run beside the map's
     /// users. By default the machine's cores, at most
