@@ -196,9 +196,21 @@ fn a_sorted_build_whose_part_fails_loses_nothing() {
     // the entries of the failed one and those not yet read all go into
     // the fresh delta. Then the same with the order broken after the
     // failing key, and before it: the entries from there on go into the
-    // delta, and the failure comes with the merge of them.
-    let sorted = HybridConfig::new()
-        .part_keys(100)
+    // delta, and the failure comes with the merge of them. On one to three
+    // threads, which take the parts in turn: in parts of 100, the 43rd
+    // part fails (#43), built on another thread (with two or three); in
+    // parts of 101, #42, built on this one (with two).
+    for (threads, part_keys) in [(1, 100), (2, 100), (2, 101), (3, 100)] {
+        a_sorted_build_whose_part_fails_loses_nothing_on(threads, part_keys);
+    }
+}
+
+fn a_sorted_build_whose_part_fails_loses_nothing_on(threads: usize, part_keys: usize) {
+    let config = HybridConfig::new()
+        .part_keys(part_keys)
+        .build_threads(threads);
+    let sorted = config
+        .clone()
         .build_from((0..5000).map(|i| (key(i), Touchy::<4321>(i))));
     assert_eq!(
         (sorted.stats().delta_entries, sorted.stats().base_keys),
@@ -206,15 +218,13 @@ fn a_sorted_build_whose_part_fails_loses_nothing() {
     );
     assert_a_failed_build_loses_nothing(&sorted);
     let order = (0..4500).chain(shuffled(500).map(|i| 4500 + i));
-    let broken_after = HybridConfig::new()
-        .part_keys(100)
+    let broken_after = config
+        .clone()
         .build_from(order.map(|i| (key(i), Touchy::<4321>(i))));
     assert_eq!(broken_after.stats().delta_entries, 5000);
     assert_a_failed_build_loses_nothing(&broken_after);
     let order = (0..4200).chain(shuffled(800).map(|i| 4200 + i));
-    let broken_before = HybridConfig::new()
-        .part_keys(100)
-        .build_from(order.map(|i| (key(i), Touchy::<4321>(i))));
+    let broken_before = config.build_from(order.map(|i| (key(i), Touchy::<4321>(i))));
     // The base holds the keys up to where the order broke (4200 and the
     // few after it that still came in order); the rest are in the delta,
     // fewer than the policy merges.
@@ -240,7 +250,8 @@ fn a_panic_in_the_entries_of_a_build_in_one_go_is_passed_on() {
     // After the sample (4,096 entries: the default `min_delta_keys`), out
     // of order, the entries go to the other threads: the panic comes out
     // of `build_from` once they have stopped. In order, the parts are
-    // built from them in this thread.
+    // built from them by this thread and the other in turn: the panic
+    // comes out once the other has stopped.
     let bad = |i: u64| {
         assert!(i != 4500, "entry 4500 is bad");
         (key(i), Touchy::<{ u64::MAX }>(i))

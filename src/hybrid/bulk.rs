@@ -10,9 +10,13 @@
 //! keys each filled in 4.5 s where one tree of all took 8.8–9.8 s: besides
 //! the second core, each tree is half as far from the cache.
 //!
+//! Entries in key order need no tree ([`build_sorted`]): each part's are
+//! gathered in turn, and the threads build the parts in turn.
+//!
 //! A part build that fails (an error, or a panic in
-//! [`FrozenValue::encode`]) loses nothing: the trees are kept until every
-//! part is built, and are then put together into one delta.
+//! [`FrozenValue::encode`]) loses nothing: the trees, or each part's
+//! entries, are kept until that part is built, and every entry then goes
+//! into one delta.
 
 use std::mem;
 use std::panic::{self, AssertUnwindSafe};
@@ -90,6 +94,15 @@ impl<V> Batch<V> {
             .checked_sub(2)
             .map_or(0, |i| self.entries[i].0);
         Some(&self.bytes[start..*end])
+    }
+
+    /// The entries, in order.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
+        let mut start = 0;
+        self.entries.iter().map(move |(end, value)| {
+            let key = &self.bytes[mem::replace(&mut start, *end)..*end];
+            (key, value)
+        })
     }
 
     /// Adds the entries to `tree`, in order (a later one wins).
@@ -254,97 +267,260 @@ pub(super) enum Sorted<K, V: FrozenValue> {
     },
 }
 
+/// One part's entries on their way to its layer, with the part's index
+/// and bounds.
+struct Run<V> {
+    index: usize,
+    lower: Box<[u8]>,
+    upper: Option<Box<[u8]>>,
+    entries: Batch<V>,
+}
+
+/// A [`Run`] with its part, or why the part could not be built.
+type RunBuilt<V> = (Run<V>, std::result::Result<Part<V>, Outcome>);
+
+impl<V: FrozenValue + Clone> Run<V> {
+    fn build(self) -> RunBuilt<V> {
+        let built = guarded(|| {
+            let mut builder = FrozenLayerBuilder::memory();
+            for (key, value) in self.entries.iter() {
+                builder.insert(key, value.clone())?;
+            }
+            Part::built(self.lower.clone(), self.upper.clone(), builder)
+        });
+        (self, built)
+    }
+}
+
+/// One of the threads that [`build_sorted`] hands parts to in turn, and
+/// its spare buffers.
+struct Turn<V: FrozenValue> {
+    builder: Builder<V>,
+    spare: Option<Batch<V>>,
+}
+
+/// Who builds a [`Turn`]'s parts.
+enum Builder<V: FrozenValue> {
+    /// This thread (the first turn, and any whose thread could not be
+    /// started).
+    Here,
+    /// Another thread, which takes one run at a time and sends it back
+    /// with its part; `busy` while it holds one.
+    There {
+        runs: SyncSender<Run<V>>,
+        built: Receiver<RunBuilt<V>>,
+        busy: bool,
+    },
+}
+
+/// The parts built so far, by index, and the runs whose build failed.
+struct Settled<V: FrozenValue> {
+    parts: Vec<Option<Part<V>>>,
+    failed: Vec<(Batch<V>, Outcome)>,
+}
+
+impl<V: FrozenValue> Settled<V> {
+    /// Files `built`, and returns its buffers, emptied, if its part was
+    /// built (should it fail, they hold its entries).
+    fn file(&mut self, (run, built): RunBuilt<V>) -> Option<Batch<V>> {
+        match built {
+            Ok(part) => {
+                if self.parts.len() <= run.index {
+                    self.parts.resize_with(run.index + 1, || None);
+                }
+                self.parts[run.index] = Some(part);
+                let mut entries = run.entries;
+                entries.bytes.clear();
+                entries.entries.clear();
+                Some(entries)
+            }
+            Err(why) => {
+                self.failed.push((run.entries, why));
+                None
+            }
+        }
+    }
+}
+
+impl<V: FrozenValue + Clone + Send + Sync> Turn<V> {
+    /// A turn built by a thread of its own, started in `scope`, or by this
+    /// one if it cannot be.
+    fn start<'scope>(scope: &'scope thread::Scope<'scope, '_>) -> Self
+    where
+        V: 'scope,
+    {
+        let (runs, taken) = mpsc::sync_channel::<Run<V>>(0);
+        let (done, built) = mpsc::channel();
+        let work = move || {
+            for run in taken {
+                if done.send(run.build()).is_err() {
+                    return;
+                }
+            }
+        };
+        let builder = match thread::Builder::new()
+            .name("memkv-hybrid-build".into())
+            .spawn_scoped(scope, work)
+        {
+            Ok(_) => Builder::There {
+                runs,
+                built,
+                busy: false,
+            },
+            Err(_) => Builder::Here,
+        };
+        Turn {
+            builder,
+            spare: None,
+        }
+    }
+
+    /// Builds `run`'s part here, or hands it to this turn's thread.
+    fn give(&mut self, run: Run<V>, settled: &mut Settled<V>) {
+        match &mut self.builder {
+            Builder::Here => self.spare = settled.file(run.build()),
+            Builder::There { runs, busy, .. } => match runs.send(run) {
+                Ok(()) => *busy = true,
+                // Only if the thread has stopped, which it does only when
+                // told to: built here then.
+                Err(mpsc::SendError(run)) => self.spare = settled.file(run.build()),
+            },
+        }
+    }
+
+    /// Waits for the run this turn's thread holds, if any, and files it.
+    fn settle(&mut self, settled: &mut Settled<V>) {
+        if let Builder::There { built, busy, .. } = &mut self.builder
+            && mem::take(busy)
+        {
+            let run = built.recv().expect("a builder thread stops only when told");
+            self.spare = settled.file(run);
+        }
+    }
+}
+
 /// Builds the base's parts straight from `sample` and then `rest`, with
 /// no tree, for as long as their keys strictly increase: parts of
-/// `part_keys` keys, cut as a merge over an empty base cuts them. A part's
-/// entries are also kept aside (keys in one buffer, values cloned) until
-/// its layer is built, so that if the build fails, they, the parts built
-/// before and the entries not yet read all go into one tree.
+/// `part_keys` keys, cut as a merge over an empty base cuts them, built by
+/// `threads` threads (this one among them) in turn. A part's entries are
+/// gathered first (keys in one buffer), and kept until its layer is built,
+/// so that if the build fails, they, the parts built and the entries not
+/// yet read all go into one tree.
 pub(super) fn build_sorted<K, V>(
     sample: Vec<(K, V)>,
     rest: &mut impl Iterator<Item = (K, V)>,
     part_keys: usize,
+    threads: usize,
 ) -> Sorted<K, V>
 where
     K: AsRef<[u8]>,
-    V: FrozenValue + Clone,
+    V: FrozenValue + Clone + Send + Sync,
 {
     let started = Instant::now();
     let target = part_keys.max(1);
-    let mut parts: Vec<Part<V>> = Vec::new();
+    let threads = threads.max(1);
     // Sized for a part from the sample's keys, and reused: grown by
-    // doubling, its buffer would end up to twice a part's keys.
+    // doubling, a turn's buffers would end up to twice a part's keys.
     let key_bytes: usize = sample.iter().map(|(key, _)| key.as_ref().len()).sum();
     let mean = key_bytes.div_ceil(sample.len().max(1));
-    let mut aside = Batch {
+    let sized = || Batch {
         bytes: Vec::with_capacity(mean.saturating_mul(target) / 10 * 11),
         entries: Vec::with_capacity(target.min(1 << 24)),
     };
-    let mut next = None;
-    let mut failed = None;
-    let mut builder = FrozenLayerBuilder::memory();
-    let mut lower: Box<[u8]> = Box::default();
     let mut entries = sample.into_iter().chain(&mut *rest);
-    // The caller's iterator runs outside `guarded`: a panic in it is the
-    // caller's, passed on.
-    for (key, value) in entries.by_ref() {
-        let bytes = key.as_ref();
-        // (The first entry of a part is pushed aside as it starts it.)
-        if aside.last_key() >= Some(bytes) {
-            next = Some((key, value));
-            break;
-        }
-        if builder.len() as usize >= target {
-            let full = mem::replace(&mut builder, FrozenLayerBuilder::memory());
-            let below = mem::replace(&mut lower, bytes.into());
-            match guarded(|| Part::built(below, Some(bytes.into()), full)) {
-                Ok(part) => {
-                    parts.push(part);
-                    aside.bytes.clear();
-                    aside.entries.clear();
+    let mut settled = Settled {
+        parts: Vec::new(),
+        failed: Vec::new(),
+    };
+    let next = thread::scope(|scope| {
+        let mut turns = vec![Turn {
+            builder: Builder::Here,
+            spare: None,
+        }];
+        let mut index = 0;
+        let mut lower: Box<[u8]> = Box::default();
+        let mut filling = sized();
+        let mut next = None;
+        // The caller's iterator runs outside any catching of panics: a
+        // panic in it is the caller's, passed on once the threads stop.
+        for (key, value) in entries.by_ref() {
+            let bytes = key.as_ref();
+            // (The first entry of a part is pushed as it starts it.)
+            if filling.last_key() >= Some(bytes) {
+                next = Some((key, value));
+                break;
+            }
+            if filling.entries.len() >= target {
+                let upper: Box<[u8]> = bytes.into();
+                let run = Run {
+                    index,
+                    lower: mem::replace(&mut lower, upper.clone()),
+                    upper: Some(upper),
+                    entries: mem::replace(&mut filling, Batch::new()),
+                };
+                turns[index % threads].give(run, &mut settled);
+                index += 1;
+                // The next part's turn: its last run comes back first, and
+                // its buffers are filled again.
+                if index % threads == turns.len() {
+                    turns.push(Turn::start(scope));
                 }
-                Err(why) => {
-                    failed = Some(why);
+                let turn = &mut turns[index % threads];
+                turn.settle(&mut settled);
+                filling = turn.spare.take().unwrap_or_else(sized);
+                // (`filling` holds nothing yet: all the entries read so
+                // far are in the runs.)
+                if !settled.failed.is_empty() {
                     next = Some((key, value));
                     break;
                 }
             }
+            filling.push(bytes, value);
         }
-        aside.push(bytes, value.clone());
-        if let Err(why) = guarded(|| builder.insert(bytes, value)) {
-            failed = Some(why);
-            break;
+        if settled.failed.is_empty() {
+            let last = Run {
+                index,
+                lower,
+                upper: None,
+                entries: filling,
+            };
+            settled.file(last.build());
         }
+        // Dropping each thread's sender (with `turns`) stops it.
+        for turn in &mut turns {
+            turn.settle(&mut settled);
+        }
+        next
+    });
+    let Settled { parts, failed } = settled;
+    if failed.is_empty() {
+        let parts: Vec<Part<V>> = parts.into_iter().flatten().collect();
+        let keys = parts.iter().map(|part| part.keys).sum();
+        return Sorted::Built {
+            parts,
+            keys,
+            took: started.elapsed(),
+            next,
+        };
     }
-    if failed.is_none() {
-        match guarded(|| Part::built(lower, None, builder)) {
-            Ok(part) => {
-                parts.push(part);
-                let keys = parts.iter().map(|part| part.keys).sum();
-                return Sorted::Built {
-                    parts,
-                    keys,
-                    took: started.elapsed(),
-                    next,
-                };
-            }
-            Err(why) => failed = Some(why),
-        }
-    }
-    // The parts hold their keys in order, the part that failed follows
-    // them, and the entries not read come last and win.
+    // Every key so far came once, in order: only the entries not read
+    // may repeat one, and they come last and win.
     let mut values = Box::new(FastArt::new());
-    for part in &parts {
+    for part in parts.iter().flatten() {
         let mut layer = part.layer.iter();
         while let Some((key, value)) = layer.next_entry() {
             values.insert(key, value);
         }
     }
-    aside.into_tree(&mut values);
+    let mut why = None;
+    for (entries, failure) in failed {
+        why = why.or(Some(failure));
+        entries.into_tree(&mut values);
+    }
     values.extend(next.into_iter().chain(entries));
     Sorted::Failed {
         values,
-        why: failed.expect("a build that did not fail returned"),
+        why: why.expect("a build failed"),
     }
 }
 

@@ -215,23 +215,28 @@ impl HybridConfig {
 
     /// How many threads, the caller's included, build a map **in one go**
     /// (`collect`, [`build_from`](Self::build_from)) when the entries are
-    /// many, and not in key order (from 2 × [`part_keys`](Self::part_keys) or
+    /// many (from 2 × [`part_keys`](Self::part_keys) or
     /// [`min_delta_keys`](Self::min_delta_keys), whichever is more, capped
-    /// at 65,536) and this policy merges them at once. The key space is then
-    /// cut into one share per thread at keys taken from the first entries;
-    /// the calling thread reads the entries and hands each share's on, and
-    /// each thread gathers its share in a tree and builds the base's parts
-    /// of that range. Over the 7.3 M Debian paths, two threads built the map
-    /// in 8.1–8.8 s against 14.6–17.8 s for one (1.7–2.2× in three pairs),
-    /// for about the same CPU time and a peak of 48–49 against 46–47 bytes
-    /// per key. Besides the second core, each thread's tree is half as
-    /// large, so fewer of its nodes miss the cache.
+    /// at 65,536) and this policy merges them at once.
     ///
-    /// Entries whose first ones come in strictly increasing key order are
-    /// not split: their parts are built straight from them, in the calling
-    /// thread, with no tree (over the same paths sorted, 4.6–6.3 s and a
-    /// peak of 28 bytes per key). Should the order break, the entries from
-    /// there on are gathered in a tree, which is merged into that base.
+    /// Entries not in key order are split: the key space is cut into one
+    /// share per thread at keys taken from the first entries; the calling
+    /// thread reads the entries and hands each share's on, and each thread
+    /// gathers its share in a tree and builds the base's parts of that
+    /// range. Over the 7.3 M Debian paths, two threads built the map in
+    /// 8.1–8.8 s against 14.6–17.8 s for one (1.7–2.2× in three pairs), for
+    /// about the same CPU time and a peak of 48–49 against 46–47 bytes per
+    /// key. Besides the second core, each thread's tree is half as large,
+    /// so fewer of its nodes miss the cache.
+    ///
+    /// Entries whose first ones come in strictly increasing key order need
+    /// no tree: the calling thread gathers each part's entries in turn and
+    /// the threads build the parts from them in turn. Over the same paths
+    /// sorted, two threads took 3.1–3.7 s against 4.8–5.8 s for one, for a
+    /// peak of 45–47 against 28 bytes per key: each thread holds one
+    /// part's entries (a copy of its keys) and its builder. Should the
+    /// order break, the entries from there on are gathered in a tree,
+    /// which is merged into the base built so far.
     ///
     /// Merges never take more than one thread: they run beside the map's
     /// users. By default the machine's cores, at most
