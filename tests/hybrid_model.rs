@@ -588,7 +588,7 @@ proptest! {
     /// winning) by `collect` (merged into a base at once from 4,096 keys),
     /// by `HybridConfig::build_from` with small parts (merged from 16
     /// keys; from 128 entries on, built straight into parts while they come
-    /// in key order, else split among up to four threads), or with the
+    /// in key order, else gathered in shares on one to four threads), or with the
     /// manual policy (left in the delta), then used.
     #[test]
     fn maps_built_in_one_go(

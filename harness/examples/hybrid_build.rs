@@ -56,6 +56,10 @@ struct Args {
     /// `HybridConfig::build_threads` for the map (default: the library's).
     #[arg(long)]
     build_threads: Option<usize>,
+    /// Also print the memory allocated, in bytes per key, every this many
+    /// milliseconds (to stderr), to see when the peak comes.
+    #[arg(long)]
+    memory_trace_ms: Option<u64>,
 }
 
 fn main() {
@@ -68,10 +72,23 @@ fn main() {
     let done = Arc::new(AtomicBool::new(false));
     let sampler = {
         let done = Arc::clone(&done);
+        let trace = args.memory_trace_ms.map(Duration::from_millis);
+        let n = keys.len().max(1) as f64;
         thread::spawn(move || {
             let mut peak = 0;
+            let started = Instant::now();
+            let mut traced = started;
             while !done.load(Ordering::Relaxed) {
-                peak = peak.max(allocated());
+                let now = allocated();
+                peak = peak.max(now);
+                if trace.is_some_and(|every| traced.elapsed() >= every) {
+                    traced = Instant::now();
+                    let per_key = now.saturating_sub(before) as f64 / n;
+                    eprintln!(
+                        "{:>7.2} s {per_key:>6.1} B/key",
+                        started.elapsed().as_secs_f64()
+                    );
+                }
                 thread::sleep(Duration::from_millis(5));
             }
             peak

@@ -1,22 +1,28 @@
-//! Building a map in one go on several threads
+//! Building a map in one go, on one or more threads
 //! ([`HybridConfig::build_threads`](super::HybridConfig::build_threads)).
 //!
 //! The key space is cut into shares at pivots taken from a sample of the
 //! first entries, one share per thread. The calling thread reads the
 //! entries and passes each share's on in batches (keys copied into one
 //! buffer per batch: the caller's key type need not be `Send`); each thread
-//! gathers its share in a `FastArt` of its own, then builds the base's
-//! parts of its range from it. Over the Debian paths, two trees of half the
-//! keys each filled in 4.5 s where one tree of all took 8.8–9.8 s: besides
-//! the second core, each tree is half as far from the cache.
+//! gathers its share in `FastArt`s of its own, then builds the base's
+//! parts of its range from them. Over the Debian paths, two trees of half
+//! the keys each filled in 4.5 s where one tree of all took 8.8–9.8 s:
+//! besides the second core, each tree is half as far from the cache.
+//!
+//! A share is gathered in several trees of consecutive ranges (cut at more
+//! pivots), so that each can be dropped as soon as the parts holding its
+//! keys are built: the trees shrink as the base grows, and the peak is the
+//! trees alone, not the trees and the base.
 //!
 //! Entries in key order need no tree ([`build_sorted`]): each part's are
 //! gathered in turn, and the threads build the parts in turn.
 //!
 //! A part build that fails (an error, or a panic in
 //! [`FrozenValue::encode`]) loses nothing: the trees, or each part's
-//! entries, are kept until that part is built, and every entry then goes
-//! into one delta.
+//! entries, are kept until the parts holding them are built, and every
+//! entry (from the trees left, and from the parts built) then goes into
+//! one delta.
 
 use std::mem;
 use std::panic::{self, AssertUnwindSafe};
@@ -116,18 +122,50 @@ impl<V> Batch<V> {
     }
 }
 
-/// Where one share's entries go.
-enum Share<V> {
-    /// To another thread, which gathers them and builds its parts.
-    Sent(SyncSender<Batch<V>>),
-    /// Into a tree of this thread's (the first share, and any whose thread
-    /// could not be started).
-    Kept(Box<FastArt<V>>),
+/// Trees per share: a thread gathers its share's entries in this many
+/// trees of consecutive ranges, and drops each once the parts holding its
+/// keys are built, so that the trees shrink as the base grows.
+const TREES_PER_SHARE: usize = 8;
+
+/// One share's entries: trees of consecutive ranges of keys, the first
+/// one's index among all the shares' trees.
+struct Share<V> {
+    first: usize,
+    trees: Vec<FastArt<V>>,
 }
 
-/// What a share comes to: its tree, and its parts unless their build
-/// failed (an error, or a panic's payload).
-type Built<V> = (FastArt<V>, std::thread::Result<Result<Vec<Part<V>>>>);
+impl<V: FrozenValue + Clone> Share<V> {
+    fn new(trees: std::ops::Range<usize>) -> Self {
+        Share {
+            first: trees.start,
+            trees: trees.map(|_| FastArt::new()).collect(),
+        }
+    }
+
+    /// Adds `batch`, of keys in the range of tree `tree` (an index among
+    /// all the shares' trees).
+    fn add(&mut self, tree: usize, batch: Batch<V>) {
+        batch.into_tree(&mut self.trees[tree - self.first]);
+    }
+}
+
+/// Where one share's entries go.
+enum Gatherer<V> {
+    /// To another thread, which gathers them and builds its parts.
+    Sent(SyncSender<(usize, Batch<V>)>),
+    /// Into trees of this thread's (the first share, and any whose thread
+    /// could not be started).
+    Kept(Share<V>),
+}
+
+/// What a share comes to: the parts built from its trees, the trees not
+/// yet dropped (all of them if the build failed early), and why its build
+/// failed, if it did.
+struct ShareBuilt<V: FrozenValue> {
+    parts: Vec<Part<V>>,
+    trees: Vec<FastArt<V>>,
+    failure: Option<Outcome>,
+}
 
 /// Gathers `sample` and then `rest` (the entries, in order: a later one
 /// wins) in `threads` shares of the key space, and builds each share's
@@ -145,74 +183,90 @@ where
     K: AsRef<[u8]>,
     V: FrozenValue + Clone + Send + Sync,
 {
-    let pivots = pivots(&sample, threads);
-    // Share `i` holds the keys from `lowers[i]` up to `lowers[i + 1]`.
+    let pivots = pivots(&sample, threads * TREES_PER_SHARE);
+    // Tree `i` holds the keys from `lowers[i]` up to `lowers[i + 1]`; share
+    // `s` the trees `firsts[s]..firsts[s + 1]`.
     let mut lowers: Vec<Box<[u8]>> = vec![Box::default()];
     lowers.extend(pivots.iter().cloned());
+    let firsts: Vec<usize> = (0..=threads)
+        .map(|share| share * lowers.len() / threads)
+        .collect();
+    let owners: Vec<usize> = (0..threads)
+        .flat_map(|share| (firsts[share]..firsts[share + 1]).map(move |_| share))
+        .collect();
     let (results, gathered) = thread::scope(|scope| {
-        let mut shares = Vec::with_capacity(lowers.len());
+        let mut gatherers = Vec::with_capacity(threads);
         let mut others = Vec::new();
-        shares.push(Share::Kept(Box::default()));
-        for (i, lower) in lowers.iter().enumerate().skip(1) {
+        for share in 0..threads {
+            let trees = firsts[share]..firsts[share + 1];
+            if share == 0 || trees.is_empty() {
+                gatherers.push(Gatherer::Kept(Share::new(trees)));
+                continue;
+            }
             let (sender, receiver) = mpsc::sync_channel(BATCHES_UNDER_WAY);
-            let lower = lower.clone();
-            let work = move || gather_and_build(receiver, lower, part_keys);
+            let lower = lowers[trees.start].clone();
+            let work = move || gather_and_build(receiver, Share::new(trees), lower, part_keys);
             match thread::Builder::new()
                 .name("memkv-hybrid-build".into())
                 .spawn_scoped(scope, work)
             {
                 Ok(other) => {
-                    shares.push(Share::Sent(sender));
-                    others.push((i, other));
+                    gatherers.push(Gatherer::Sent(sender));
+                    others.push((share, other));
                 }
-                Err(_) => shares.push(Share::Kept(Box::default())),
+                Err(_) => {
+                    gatherers.push(Gatherer::Kept(Share::new(firsts[share]..firsts[share + 1])))
+                }
             }
         }
-        let mut batches: Vec<Batch<V>> = (0..shares.len()).map(|_| Batch::new()).collect();
+        let mut batches: Vec<Batch<V>> = (0..lowers.len()).map(|_| Batch::new()).collect();
         for (key, value) in sample.into_iter().chain(rest) {
             let key = key.as_ref();
-            let i = pivots.partition_point(|pivot| **pivot <= *key);
-            batches[i].push(key, value);
-            if batches[i].entries.len() == BATCH {
-                pass(&mut shares[i], mem::replace(&mut batches[i], Batch::new()));
+            let tree = pivots.partition_point(|pivot| **pivot <= *key);
+            batches[tree].push(key, value);
+            if batches[tree].entries.len() == BATCH {
+                let batch = mem::replace(&mut batches[tree], Batch::new());
+                pass(&mut gatherers[owners[tree]], tree, batch);
             }
         }
-        for (share, batch) in shares.iter_mut().zip(batches) {
-            pass(share, batch);
+        for (tree, batch) in batches.into_iter().enumerate() {
+            pass(&mut gatherers[owners[tree]], tree, batch);
         }
         let gathered = Instant::now();
         // Closing the channels tells the other threads that their entries
         // are all in: they build their parts while this one builds the
         // kept shares'.
-        let mut results: Vec<Option<Built<V>>> = (0..shares.len()).map(|_| None).collect();
-        let kept: Vec<(usize, Box<FastArt<V>>)> = (shares.into_iter().enumerate())
-            .filter_map(|(i, share)| match share {
-                Share::Kept(tree) => Some((i, tree)),
-                Share::Sent(_) => None,
+        let mut results: Vec<Option<ShareBuilt<V>>> = (0..threads).map(|_| None).collect();
+        // (Collected first, so that the senders are dropped before the
+        // kept shares are built.)
+        let kept: Vec<(usize, Share<V>)> = (gatherers.into_iter().enumerate())
+            .filter_map(|(i, gatherer)| match gatherer {
+                Gatherer::Kept(share) => Some((i, share)),
+                Gatherer::Sent(_) => None,
             })
             .collect();
-        for (i, tree) in kept {
-            let parts = panic::catch_unwind(AssertUnwindSafe(|| {
-                build_parts(&tree, lowers[i].clone(), part_keys)
-            }));
-            results[i] = Some((*tree, parts));
+        for (i, share) in kept {
+            // (A share with no trees, of fewer distinct keys in the sample
+            // than shares, has no parts.)
+            if !share.trees.is_empty() {
+                let lower = lowers[share.first].clone();
+                results[i] = Some(build_share(share.trees, lower, part_keys));
+            }
         }
-        for (i, other) in others {
+        for (share, other) in others {
             // A panic while gathering (a value's `Drop`) is passed on.
             let built = other
                 .join()
                 .unwrap_or_else(|payload| panic::resume_unwind(payload));
-            results[i] = Some(built);
+            results[share] = Some(built);
         }
         (results, gathered)
     });
-    let results: Vec<Built<V>> = results.into_iter().flatten().collect();
-    if results.iter().all(|(_, parts)| matches!(parts, Ok(Ok(_)))) {
+    let results: Vec<ShareBuilt<V>> = results.into_iter().flatten().collect();
+    if results.iter().all(|built| built.failure.is_none()) {
         let mut parts = Vec::new();
-        for (_, built) in results {
-            if let Ok(Ok(built)) = built {
-                parts.extend(built);
-            }
+        for built in results {
+            parts.extend(built.parts);
         }
         let parts = glue(parts);
         let keys = parts.iter().map(|part| part.keys).sum();
@@ -223,16 +277,21 @@ where
         };
     }
     // The first failure is the one reported; every entry goes into one
-    // tree, the shares' trees taken in key order.
+    // tree: those in the parts built, then those in the trees kept (a
+    // tree's entries that also went into a part have the same values).
     let mut why = None;
     let mut values = Box::new(FastArt::new());
-    for (tree, parts) in results {
-        why = why.or(match parts {
-            Ok(Ok(_)) => None,
-            Ok(Err(err)) => Some(Outcome::Failed(err)),
-            Err(payload) => Some(Outcome::Panicked(payload)),
-        });
-        values.extend(tree);
+    for built in results {
+        why = why.or(built.failure);
+        for part in &built.parts {
+            let mut layer = part.layer.iter();
+            while let Some((key, value)) = layer.next_entry() {
+                values.insert(key, value);
+            }
+        }
+        for tree in built.trees {
+            values.extend(tree);
+        }
     }
     Bulk::Failed {
         values,
@@ -584,60 +643,95 @@ fn pivots<K: AsRef<[u8]>, V>(sample: &[(K, V)], threads: usize) -> Vec<Box<[u8]>
         .collect()
 }
 
-/// Passes `batch` on to its share.
-fn pass<V: FrozenValue + Clone>(share: &mut Share<V>, batch: Batch<V>) {
-    match share {
-        Share::Kept(tree) => batch.into_tree(tree),
-        Share::Sent(sender) => {
+/// Passes `batch`, of keys in the range of tree `tree`, on to its share.
+fn pass<V: FrozenValue + Clone>(gatherer: &mut Gatherer<V>, tree: usize, batch: Batch<V>) {
+    match gatherer {
+        Gatherer::Kept(share) => share.add(tree, batch),
+        Gatherer::Sent(sender) => {
             // The thread stops taking batches only if it panicked, which
             // its join passes on.
-            let _ = sender.send(batch);
+            let _ = sender.send((tree, batch));
         }
     }
 }
 
-/// Another thread's work: gathers the batches of one share, from `lower`
-/// on, then builds its parts.
+/// Another thread's work: gathers the batches of one share, whose keys
+/// start at `lower`, then builds its parts.
 fn gather_and_build<V: FrozenValue + Clone>(
-    batches: Receiver<Batch<V>>,
+    batches: Receiver<(usize, Batch<V>)>,
+    mut share: Share<V>,
     lower: Box<[u8]>,
     part_keys: usize,
-) -> Built<V> {
-    let mut tree = FastArt::new();
-    for batch in batches {
-        batch.into_tree(&mut tree);
+) -> ShareBuilt<V> {
+    for (tree, batch) in batches {
+        share.add(tree, batch);
     }
-    let parts = panic::catch_unwind(AssertUnwindSafe(|| build_parts(&tree, lower, part_keys)));
-    (tree, parts)
+    build_share(share.trees, lower, part_keys)
 }
 
-/// The parts of one share's keys, from `lower` on, cut every
-/// `part_keys` keys as a merge over an empty base cuts them, except that
-/// fewer than half that many left at the end go into the part before
-/// (which then holds at most one and a half times as many): the shares'
-/// ends are not where such a merge would cut. The last part has no upper
-/// bound: [`glue`] sets the bounds where the shares meet.
-fn build_parts<V: FrozenValue + Clone>(
-    tree: &FastArt<V>,
+/// The parts of one share's keys, in `trees` (of consecutive ranges, from
+/// `lower` on), cut every `part_keys` keys as a merge over an empty base
+/// cuts them, except that fewer than half that many left at the end go
+/// into the part before (which then holds at most one and a half times as
+/// many): the shares' ends are not where such a merge would cut. The last
+/// part has no upper bound: [`glue`] sets the bounds where the shares
+/// meet.
+///
+/// Each tree is dropped once the parts holding its keys are built. Should
+/// a build fail, the trees not dropped are returned with the parts built
+/// before.
+fn build_share<V: FrozenValue + Clone>(
+    trees: Vec<FastArt<V>>,
     mut lower: Box<[u8]>,
     part_keys: usize,
-) -> Result<Vec<Part<V>>> {
+) -> ShareBuilt<V> {
     let target = part_keys.max(1);
     let mut parts = Vec::new();
     let mut builder = FrozenLayerBuilder::memory();
-    let mut left = tree.len();
-    let mut entries = tree.iter();
-    while let Some((key, value)) = entries.next_entry() {
-        if builder.len() as usize >= target && left >= target / 2 {
-            let full = mem::replace(&mut builder, FrozenLayerBuilder::memory());
-            let lower = mem::replace(&mut lower, key.into());
-            parts.push(Part::built(lower, Some(key.into()), full)?);
+    let mut left: usize = trees.iter().map(FastArt::len).sum();
+    let mut trees: Vec<Option<FastArt<V>>> = trees.into_iter().map(Some).collect();
+    let mut failure = None;
+    'trees: for at in 0..trees.len() {
+        let (done, rest) = trees.split_at_mut(at);
+        let Some(tree) = rest[0].as_ref() else {
+            continue;
+        };
+        let mut entries = tree.iter();
+        while let Some((key, value)) = entries.next_entry() {
+            if builder.len() as usize >= target && left >= target / 2 {
+                let full = mem::replace(&mut builder, FrozenLayerBuilder::memory());
+                let below = mem::replace(&mut lower, key.into());
+                match guarded(|| Part::built(below, Some(key.into()), full)) {
+                    Ok(part) => parts.push(part),
+                    Err(why) => {
+                        failure = Some(why);
+                        break 'trees;
+                    }
+                }
+                // The trees before this one are all in parts now.
+                done.iter_mut().for_each(|tree| *tree = None);
+            }
+            if let Err(why) = guarded(|| builder.insert(key, value.clone())) {
+                failure = Some(why);
+                break 'trees;
+            }
+            left -= 1;
         }
-        builder.insert(key, value.clone())?;
-        left -= 1;
     }
-    parts.push(Part::built(lower, None, builder)?);
-    Ok(parts)
+    if failure.is_none() {
+        match guarded(|| Part::built(lower, None, builder)) {
+            Ok(part) => {
+                parts.push(part);
+                trees.clear();
+            }
+            Err(why) => failure = Some(why),
+        }
+    }
+    ShareBuilt {
+        parts,
+        trees: trees.into_iter().flatten().collect(),
+        failure,
+    }
 }
 
 /// The shares' parts as one base: parts with no keys (of a share the
@@ -690,19 +784,69 @@ mod tests {
     fn parts_are_cut_at_the_target_with_a_small_rest_kept_in() {
         let tree: FastArt<u32> = (0..25u32).map(|i| (format!("{i:02}"), i)).collect();
         let sizes = |part_keys| -> Vec<usize> {
-            let parts = build_parts(&tree, b"".as_slice().into(), part_keys).unwrap();
-            parts.iter().map(|part| part.keys).collect()
+            let built = build_share(vec![tree.clone()], b"".as_slice().into(), part_keys);
+            assert!(built.failure.is_none() && built.trees.is_empty());
+            built.parts.iter().map(|part| part.keys).collect()
         };
         assert_eq!(sizes(10), [10, 10, 5]); // 5 left: half of 10
         assert_eq!(sizes(11), [11, 14]); // 3 left: under half of 11
         assert_eq!(sizes(8), [8, 8, 9]);
         assert_eq!(sizes(6), [6, 6, 6, 7]);
         assert_eq!(sizes(100), [25]);
-        let parts = build_parts(&tree, b"a".as_slice().into(), 10).unwrap();
+        let parts = build_share(vec![tree], b"a".as_slice().into(), 10).parts;
         let lowers: Vec<&[u8]> = parts.iter().map(|part| &*part.lower).collect();
         assert_eq!(lowers, [&b"a"[..], b"10", b"20"]);
         assert_eq!(parts[0].upper.as_deref(), Some(&b"10"[..]));
         assert_eq!(parts[2].upper, None);
+    }
+
+    /// A value whose encoding of 77 panics.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Picky(u64);
+
+    impl FrozenValue for Picky {
+        const TYPE_NAME: &'static str = "Picky";
+        type Column = crate::frozen::IntColumn;
+        fn encode(&self) -> u64 {
+            assert_ne!(self.0, 77, "Picky refuses to encode 77");
+            self.0
+        }
+        fn decode(encoded: u64) -> Self {
+            Picky(encoded)
+        }
+    }
+
+    /// A share's trees are dropped once their keys are in parts; a part
+    /// that fails leaves the trees its keys came from.
+    #[test]
+    fn a_shares_trees_go_as_its_parts_are_built() {
+        // Five trees of 20 keys each, in parts of 30: 77 is in the third
+        // part (60..90), which takes keys from trees 3 and 4.
+        let trees: Vec<FastArt<Picky>> = (0..5u64)
+            .map(|t| {
+                (t * 20..t * 20 + 20)
+                    .map(|i| (format!("{i:03}"), Picky(i)))
+                    .collect()
+            })
+            .collect();
+        let built = build_share(trees, Box::default(), 30);
+        assert!(matches!(built.failure, Some(Outcome::Panicked(_))));
+        let parts: Vec<usize> = built.parts.iter().map(|part| part.keys).collect();
+        assert_eq!(parts, [30, 30]);
+        let kept: Vec<Option<Vec<u8>>> =
+            built.trees.iter().map(|tree| tree.keys().next()).collect();
+        assert_eq!(kept, [Some(b"060".to_vec()), Some(b"080".to_vec())]);
+        // With no value refused, every tree goes.
+        let trees: Vec<FastArt<u64>> = (0..5u64)
+            .map(|t| {
+                (t * 20..t * 20 + 20)
+                    .map(|i| (format!("{i:03}"), i))
+                    .collect()
+            })
+            .collect();
+        let built = build_share(trees, Box::default(), 30);
+        assert!(built.failure.is_none() && built.trees.is_empty());
+        assert_eq!(built.parts.len(), 3);
     }
 
     #[test]

@@ -826,9 +826,7 @@ where
                 if bulk::in_order(&sample) {
                     return Self::build_sorted(sample, entries, config);
                 }
-                if config.build_threads > 1 {
-                    return Self::build_in_shares(sample, entries, config);
-                }
+                return Self::build_in_shares(sample, entries, config);
             }
             return Self::build_in_one(sample.into_iter().chain(entries), config);
         }
@@ -870,8 +868,8 @@ where
         }
     }
 
-    /// [`build_from`](Self::build_from) on several threads (see
-    /// [`bulk`]), `sample` the first entries.
+    /// [`build_from`](Self::build_from) in shares of the key space, on
+    /// `build_threads` threads (see [`bulk`]), `sample` the first entries.
     fn build_in_shares<K: AsRef<[u8]>>(
         sample: Vec<(K, V)>,
         rest: impl Iterator<Item = (K, V)>,
@@ -2031,13 +2029,14 @@ where
     V: FrozenValue + Clone + Send + Sync + 'static,
 {
     /// A map of `entries` (a later entry for a key replaces an earlier one,
-    /// as [`insert`](HybridMap::insert) would), built in one go: the entries
-    /// are collected into a [`FastArt`], which becomes the map's delta, and
-    /// merged into the base at once, in this thread, if the default policy
-    /// would merge a delta of that size over an empty base (it does from
-    /// 4,096 entries). From 65,536 entries on, that work is split among
-    /// the machine's cores (up to four), each gathering and building one
-    /// range of keys; see [`HybridConfig::build_threads`]. Entries that
+    /// as [`insert`](HybridMap::insert) would), built in one go if the
+    /// default policy would merge a delta of that many entries over an empty
+    /// base (it does from 4,096). Fewer than 65,536 are gathered in a
+    /// [`FastArt`], which becomes the map's delta and is merged into the
+    /// base at once, in this thread. More are split among the machine's
+    /// cores (up to four), each gathering one range of keys in trees and
+    /// building that range's parts of the base, dropping each tree once its
+    /// keys are in parts; see [`HybridConfig::build_threads`]. Entries that
     /// come in key order go straight into the base, with no tree, for as
     /// long as they do, the cores building its parts in turn: over the
     /// 7.3 M paths sorted, on two cores, 3.1–3.7 s and a peak of 45–47 bytes
@@ -2047,11 +2046,10 @@ where
     /// a growing map takes, and no lookups below for old values: over the
     /// 7.3 M Debian paths, on two cores, 7.7–8.3 s and 15–16 s of CPU,
     /// against 26.6–28.3 s and 45 s of CPU (the merges run on a second
-    /// thread) for [`extend`](Extend::extend) into a new map; on one thread
-    /// 14.6–17.8 s. Meanwhile it holds the trees (35 bytes per key there)
-    /// and then the base being built beside them: 48–49 bytes per key at the
-    /// peak, against 31–33 for `extend`. For a map built under a tight
-    /// memory budget, `extend` a new map instead.
+    /// thread) for [`extend`](Extend::extend) into a new map, and 1.6–1.9×
+    /// as fast as on one thread. Meanwhile it holds the trees: 42 bytes per
+    /// key at the peak (41 on one thread), against 31–33 for `extend`. For
+    /// a map built under a tight memory budget, `extend` a new map instead.
     ///
     /// ```
     /// let map: memkv::HybridMap<u32> = (0..10_000).map(|i| (format!("k{i:05}"), i)).collect();

@@ -222,12 +222,13 @@ impl HybridConfig {
     /// Entries not in key order are split: the key space is cut into one
     /// share per thread at keys taken from the first entries; the calling
     /// thread reads the entries and hands each share's on, and each thread
-    /// gathers its share in a tree and builds the base's parts of that
-    /// range. Over the 7.3 M Debian paths, two threads built the map in
-    /// 8.1–8.8 s against 14.6–17.8 s for one (1.7–2.2× in three pairs), for
-    /// about the same CPU time and a peak of 48–49 against 46–47 bytes per
-    /// key. Besides the second core, each thread's tree is half as large,
-    /// so fewer of its nodes miss the cache.
+    /// gathers its share in trees and builds the base's parts of that
+    /// range, dropping each tree once its keys are in parts. Over the
+    /// 7.3 M Debian paths, two threads built the map in 6.6–8.4 s against
+    /// 12.0–14.9 s for one (1.6–1.9× in three pairs), for about the same
+    /// CPU time and a peak of 42 against 41 bytes per key. Besides the
+    /// second core, each thread's trees are half as large, so fewer of
+    /// their nodes miss the cache.
     ///
     /// Entries whose first ones come in strictly increasing key order need
     /// no tree: the calling thread gathers each part's entries in turn and
