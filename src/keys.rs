@@ -2,6 +2,27 @@
 
 use std::ops::Bound;
 
+/// Length of the common prefix of two byte strings.
+#[inline]
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    // Eight bytes at a time: prefixes and suffixes are short, but the keys
+    // they are compared against share long runs.
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"));
+        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
 /// The smallest byte string greater than every string starting with
 /// `prefix`, or `None` if there is none (`prefix` is empty or all `0xFF`):
 /// the exclusive end of a prefix scan.

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use super::base::Part;
 use super::merge::Outcome;
+use crate::keys::common_prefix;
 use crate::{FastArt, FrozenLayerBuilder, FrozenValue, Result};
 
 /// Entries per batch passed to another thread.
@@ -91,26 +92,6 @@ impl<V> Batch<V> {
         self.entries.push((self.bytes.len(), value));
     }
 
-    /// The key pushed last.
-    fn last_key(&self) -> Option<&[u8]> {
-        let (end, _) = self.entries.last()?;
-        let start = self
-            .entries
-            .len()
-            .checked_sub(2)
-            .map_or(0, |i| self.entries[i].0);
-        Some(&self.bytes[start..*end])
-    }
-
-    /// The entries, in order.
-    fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
-        let mut start = 0;
-        self.entries.iter().map(move |(end, value)| {
-            let key = &self.bytes[mem::replace(&mut start, *end)..*end];
-            (key, value)
-        })
-    }
-
     /// Adds the entries to `tree`, in order (a later one wins).
     fn into_tree(self, tree: &mut FastArt<V>) {
         let Batch { bytes, entries } = self;
@@ -119,6 +100,89 @@ impl<V> Batch<V> {
             let key = &bytes[mem::replace(&mut start, end)..end];
             (key, value)
         }));
+    }
+}
+
+/// Entries in strictly increasing key order, each key kept as the length
+/// it shares with the key before and the rest (front coding): sorted keys
+/// share most of their bytes with their neighbours (52 of 63.5 on average
+/// over the Debian paths), so a part's entries take a fraction of their
+/// keys' bytes while the part is built.
+struct FrontCoded<V> {
+    /// Each entry's key's bytes after those it shares with the key before.
+    suffixes: Vec<u8>,
+    /// Each entry's suffix ends at this offset of `suffixes` (and starts
+    /// where the one before ends).
+    entries: Vec<(usize, V)>,
+    /// How many bytes each entry's key shares with the key before (fewer
+    /// than it does past `u32::MAX`, which only lengthens its suffix).
+    shared: Vec<u32>,
+    /// The key pushed last, whole.
+    last: Vec<u8>,
+}
+
+impl<V> FrontCoded<V> {
+    /// Room for `entries` entries of `suffix_bytes` bytes of suffixes.
+    fn with_capacity(entries: usize, suffix_bytes: usize) -> Self {
+        FrontCoded {
+            suffixes: Vec::with_capacity(suffix_bytes),
+            entries: Vec::with_capacity(entries),
+            shared: Vec::with_capacity(entries),
+            last: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Pushes an entry whose key is above the last one's.
+    fn push(&mut self, key: &[u8], value: V) {
+        let shared = common_prefix(&self.last, key).min(u32::MAX as usize);
+        self.suffixes.extend_from_slice(&key[shared..]);
+        self.entries.push((self.suffixes.len(), value));
+        self.shared.push(shared as u32);
+        self.last.truncate(shared);
+        self.last.extend_from_slice(&key[shared..]);
+    }
+
+    /// The key pushed last.
+    fn last_key(&self) -> Option<&[u8]> {
+        (!self.entries.is_empty()).then_some(self.last.as_slice())
+    }
+
+    /// Empties it, keeping its room.
+    fn clear(&mut self) {
+        self.suffixes.clear();
+        self.entries.clear();
+        self.shared.clear();
+        self.last.clear();
+    }
+
+    /// Calls `f` on each entry, in order, until it fails.
+    fn try_for_each<E>(
+        &self,
+        mut f: impl FnMut(&[u8], &V) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let mut key = Vec::new();
+        let mut start = 0;
+        for ((end, value), &shared) in self.entries.iter().zip(&self.shared) {
+            key.truncate(shared as usize);
+            key.extend_from_slice(&self.suffixes[mem::replace(&mut start, *end)..*end]);
+            f(&key, value)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the entries to `tree`.
+    fn into_tree(self, tree: &mut FastArt<V>) {
+        let mut key = Vec::new();
+        let mut start = 0;
+        for ((end, value), shared) in self.entries.into_iter().zip(self.shared) {
+            key.truncate(shared as usize);
+            key.extend_from_slice(&self.suffixes[mem::replace(&mut start, end)..end]);
+            tree.insert(&key, value);
+        }
     }
 }
 
@@ -332,7 +396,7 @@ struct Run<V> {
     index: usize,
     lower: Box<[u8]>,
     upper: Option<Box<[u8]>>,
-    entries: Batch<V>,
+    entries: FrontCoded<V>,
 }
 
 /// A [`Run`] with its part, or why the part could not be built.
@@ -342,9 +406,8 @@ impl<V: FrozenValue + Clone> Run<V> {
     fn build(self) -> RunBuilt<V> {
         let built = guarded(|| {
             let mut builder = FrozenLayerBuilder::memory();
-            for (key, value) in self.entries.iter() {
-                builder.insert(key, value.clone())?;
-            }
+            self.entries
+                .try_for_each(|key, value| builder.insert(key, value.clone()))?;
             Part::built(self.lower.clone(), self.upper.clone(), builder)
         });
         (self, built)
@@ -355,7 +418,7 @@ impl<V: FrozenValue + Clone> Run<V> {
 /// its spare buffers.
 struct Turn<V: FrozenValue> {
     builder: Builder<V>,
-    spare: Option<Batch<V>>,
+    spare: Option<FrontCoded<V>>,
 }
 
 /// Who builds a [`Turn`]'s parts.
@@ -375,13 +438,13 @@ enum Builder<V: FrozenValue> {
 /// The parts built so far, by index, and the runs whose build failed.
 struct Settled<V: FrozenValue> {
     parts: Vec<Option<Part<V>>>,
-    failed: Vec<(Batch<V>, Outcome)>,
+    failed: Vec<(FrontCoded<V>, Outcome)>,
 }
 
 impl<V: FrozenValue> Settled<V> {
     /// Files `built`, and returns its buffers, emptied, if its part was
     /// built (should it fail, they hold its entries).
-    fn file(&mut self, (run, built): RunBuilt<V>) -> Option<Batch<V>> {
+    fn file(&mut self, (run, built): RunBuilt<V>) -> Option<FrontCoded<V>> {
         match built {
             Ok(part) => {
                 if self.parts.len() <= run.index {
@@ -389,8 +452,7 @@ impl<V: FrozenValue> Settled<V> {
                 }
                 self.parts[run.index] = Some(part);
                 let mut entries = run.entries;
-                entries.bytes.clear();
-                entries.entries.clear();
+                entries.clear();
                 Some(entries)
             }
             Err(why) => {
@@ -462,7 +524,7 @@ impl<V: FrozenValue + Clone + Send + Sync> Turn<V> {
 /// no tree, for as long as their keys strictly increase: parts of
 /// `part_keys` keys, cut as a merge over an empty base cuts them, built by
 /// `threads` threads (this one among them) in turn. A part's entries are
-/// gathered first (keys in one buffer), and kept until its layer is built,
+/// gathered first ([`FrontCoded`]), and kept until its layer is built,
 /// so that if the build fails, they, the parts built and the entries not
 /// yet read all go into one tree.
 pub(super) fn build_sorted<K, V>(
@@ -478,13 +540,19 @@ where
     let started = Instant::now();
     let target = part_keys.max(1);
     let threads = threads.max(1);
-    // Sized for a part from the sample's keys, and reused: grown by
-    // doubling, a turn's buffers would end up to twice a part's keys.
-    let key_bytes: usize = sample.iter().map(|(key, _)| key.as_ref().len()).sum();
-    let mean = key_bytes.div_ceil(sample.len().max(1));
-    let sized = || Batch {
-        bytes: Vec::with_capacity(mean.saturating_mul(target) / 10 * 11),
-        entries: Vec::with_capacity(target.min(1 << 24)),
+    // Sized for a part from the sample's keys (in order, as the caller
+    // checked), and reused: grown by doubling, a turn's buffers would end
+    // up to twice a part's keys.
+    let suffix_bytes: usize = (sample.windows(2))
+        .map(|pair| {
+            let (before, key) = (pair[0].0.as_ref(), pair[1].0.as_ref());
+            key.len() - common_prefix(before, key)
+        })
+        .sum();
+    let mean = suffix_bytes.div_ceil(sample.len().max(1));
+    let sized = || {
+        let entries = target.min(1 << 24);
+        FrontCoded::with_capacity(entries, mean.saturating_mul(entries) / 10 * 11)
     };
     let mut entries = sample.into_iter().chain(&mut *rest);
     let mut settled = Settled {
@@ -509,13 +577,13 @@ where
                 next = Some((key, value));
                 break;
             }
-            if filling.entries.len() >= target {
+            if filling.len() >= target {
                 let upper: Box<[u8]> = bytes.into();
                 let run = Run {
                     index,
                     lower: mem::replace(&mut lower, upper.clone()),
                     upper: Some(upper),
-                    entries: mem::replace(&mut filling, Batch::new()),
+                    entries: mem::replace(&mut filling, FrontCoded::with_capacity(0, 0)),
                 };
                 turns[index % threads].give(run, &mut settled);
                 index += 1;
@@ -798,6 +866,50 @@ mod tests {
         assert_eq!(lowers, [&b"a"[..], b"10", b"20"]);
         assert_eq!(parts[0].upper.as_deref(), Some(&b"10"[..]));
         assert_eq!(parts[2].upper, None);
+    }
+
+    /// Front-coded entries give back their keys, whole, in order.
+    #[test]
+    fn front_coded_entries_give_back_their_keys() {
+        let keys: Vec<&[u8]> = vec![
+            b"",
+            b"\x00",
+            b"a",
+            b"ab",
+            b"abc\xff",
+            b"abd",
+            b"b",
+            b"usr/share/doc/a",
+            b"usr/share/doc/b/changelog",
+            b"\xff",
+        ];
+        let mut coded = FrontCoded::with_capacity(0, 0);
+        for (i, key) in keys.iter().enumerate() {
+            coded.push(key, i);
+            assert_eq!(coded.last_key(), Some(*key));
+        }
+        assert_eq!(coded.len(), keys.len());
+        // Only the bytes past the key before are kept.
+        assert_eq!(coded.suffixes.len(), 1 + 1 + 1 + 2 + 1 + 1 + 15 + 11 + 1);
+        let mut seen = Vec::new();
+        coded
+            .try_for_each(|key, &i| {
+                seen.push((key.to_vec(), i));
+                if i == 3 { Err(()) } else { Ok(()) }
+            })
+            .unwrap_err();
+        let want: Vec<(Vec<u8>, usize)> =
+            keys.iter().take(4).map(|k| k.to_vec()).zip(0..).collect();
+        assert_eq!(seen, want);
+        let mut tree = FastArt::new();
+        coded.into_tree(&mut tree);
+        let got: Vec<(Vec<u8>, usize)> = tree.iter().map(|(k, v)| (k, *v)).collect();
+        let want: Vec<(Vec<u8>, usize)> = keys.iter().map(|k| k.to_vec()).zip(0..).collect();
+        assert_eq!(got, want);
+        coded = FrontCoded::with_capacity(4, 4);
+        coded.push(b"x", 0);
+        coded.clear();
+        assert_eq!((coded.len(), coded.last_key()), (0, None));
     }
 
     /// A value whose encoding of 77 panics.

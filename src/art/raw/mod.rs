@@ -53,6 +53,7 @@ use self::arena::{Arena, BlockIdx, UNIT};
 use self::leaf::Leaf;
 use self::node::{Kind, Node, PrefixSource, Spec, read_ref, write_ref};
 use self::search::{bytes_eq, starts_with};
+use crate::keys::common_prefix;
 use crate::lanes::interleave;
 
 pub(crate) use self::cursor::RawIter;
@@ -76,27 +77,6 @@ fn leaf_ref(idx: BlockIdx) -> u32 {
 #[inline(always)]
 fn node_ref(idx: BlockIdx) -> u32 {
     idx.0 << 1
-}
-
-/// Length of the common prefix of two byte strings.
-#[inline]
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    // Eight bytes at a time: prefixes and suffixes are short, but the keys
-    // they are compared against share long runs.
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[i..i + 8].try_into().expect("8 bytes"));
-        let y = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-        if x != y {
-            return i + ((x ^ y).trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
 }
 
 /// A hint to load the cache line at `p`.
