@@ -808,10 +808,11 @@ where
         Self::from_layers(fresh, Arc::new(Layers::new(base)), len, config)
     }
 
-    /// A map of `entries` alone (later ones win), gathered in a tree and
-    /// merged into a base at once if `config` would merge a delta of that
-    /// size over an empty base; a failed merge is recorded, as a background
-    /// one's, and leaves them in the delta.
+    /// A map of `entries` alone (later ones win), built into a base at once
+    /// if `config` would merge a delta of that size over an empty base: from
+    /// sorted entries, in shares of the key space, or (fewer entries than a
+    /// sample) gathered in a tree and merged. A failed build is recorded, as
+    /// a background merge's, and leaves every entry in the delta.
     fn build_from<K: AsRef<[u8]>>(
         entries: impl IntoIterator<Item = (K, V)>,
         config: HybridConfig,

@@ -305,8 +305,9 @@ impl HybridConfig {
     /// thread, if this policy would merge a delta of their size over an
     /// empty base (the [`manual`](Self::manual) policy leaves them in the
     /// delta for [`freeze`](super::HybridMap::freeze)). Many entries are
-    /// gathered and merged on [`build_threads`](Self::build_threads)
-    /// threads, each taking one range of keys.
+    /// gathered and built into the base on
+    /// [`build_threads`](Self::build_threads) threads: each takes one range
+    /// of keys, or, for entries in key order, parts in turn.
     ///
     /// ```
     /// use memkv::HybridConfig;
