@@ -347,12 +347,7 @@ where
     let mut values = Box::new(FastArt::new());
     for built in results {
         why = why.or(built.failure);
-        for part in &built.parts {
-            let mut layer = part.layer.iter();
-            while let Some((key, value)) = layer.next_entry() {
-                values.insert(key, value);
-            }
-        }
+        read_back(&built.parts, &mut values);
         for tree in built.trees {
             values.extend(tree);
         }
@@ -633,12 +628,8 @@ where
     // Every key so far came once, in order: only the entries not read
     // may repeat one, and they come last and win.
     let mut values = Box::new(FastArt::new());
-    for part in parts.iter().flatten() {
-        let mut layer = part.layer.iter();
-        while let Some((key, value)) = layer.next_entry() {
-            values.insert(key, value);
-        }
-    }
+    let parts: Vec<Part<V>> = parts.into_iter().flatten().collect();
+    read_back(&parts, &mut values);
     let mut why = None;
     for (entries, failure) in failed {
         why = why.or(Some(failure));
@@ -684,6 +675,17 @@ pub(super) fn count_new<V: FrozenValue>(values: &FastArt<V>, parts: &[Part<V>]) 
         }
     }
     new
+}
+
+/// Adds the entries of `parts` to `values`: the keys of a build that
+/// failed, read back from the parts built before.
+fn read_back<V: FrozenValue>(parts: &[Part<V>], values: &mut FastArt<V>) {
+    for part in parts {
+        let mut layer = part.layer.iter();
+        while let Some((key, value)) = layer.next_entry() {
+            values.insert(key, value);
+        }
+    }
 }
 
 /// What `build` returns, or what went wrong in it (`encode` is user code,
