@@ -90,12 +90,25 @@ fn drop_during_a_merge_joins_the_thread() {
         (started.elapsed(), gate.is_open())
     });
     let encoded = gate.encoded() - encoded_before;
+    // `join` returns once the thread has run its last instruction, but the
+    // kernel lists it in /proc a moment longer (it clears the thread id
+    // before it reaps the task), so the task is given a moment to go; it
+    // must not encode anything meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while merge_threads() > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(1));
+    }
     println!(
         "drop during a merge of 100,001 keys took {elapsed:?}; the merge encoded {encoded} \
          values after it was told to stop"
     );
     assert!(merge_ended, "drop returned before the merge thread ended");
     assert_eq!(merge_threads(), 0, "the merge thread outlived the map");
+    assert_eq!(
+        gate.encoded() - encoded_before,
+        encoded,
+        "the merge thread went on after drop returned"
+    );
     assert!(
         encoded <= 4096,
         "the merge went on for {encoded} values after the map was dropped"
