@@ -56,6 +56,9 @@ struct Args {
     /// `HybridConfig::build_threads` for the map (default: the library's).
     #[arg(long)]
     build_threads: Option<usize>,
+    /// `HybridConfig::key_ratio` for the map (default: the library's).
+    #[arg(long)]
+    key_ratio: Option<f64>,
     /// Also print the memory allocated, in bytes per key, every this many
     /// milliseconds (to stderr), to see when the peak comes.
     #[arg(long)]
@@ -94,10 +97,13 @@ fn main() {
             peak
         })
     };
-    let config = match args.build_threads {
-        Some(threads) => HybridConfig::new().build_threads(threads),
-        None => HybridConfig::new(),
-    };
+    let mut config = HybridConfig::new();
+    if let Some(threads) = args.build_threads {
+        config = config.build_threads(threads);
+    }
+    if let Some(ratio) = args.key_ratio {
+        config = config.key_ratio(ratio);
+    }
     let cpu = common::cpu_seconds("/proc/self/stat");
     let started = Instant::now();
     let map: HybridMap<u64> = match args.how {
