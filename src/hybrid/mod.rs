@@ -220,8 +220,8 @@
 //! 14.0–14.2 (peaks 19.2–20.2 against 17.5–19.6).
 //!
 //! The last row is the honest figure when every core is busy: rebuilding
-//! the base for every 6% of it written (2% under today's default) costs more than the writes
-//! themselves. Even free merges would leave `insert` and `remove` at about
+//! the base for every 6% of it written (2% under the present default)
+//! costs more than the writes themselves. Even free merges would leave `insert` and `remove` at about
 //! half of `FastArt`'s rate: each one looks the key up in the base first,
 //! for the old value it returns and for an exact [`len`](HybridMap::len)
 //! (blind writes move that lookup to `len` and the merges). A larger ratio does not buy
