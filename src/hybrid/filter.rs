@@ -79,6 +79,12 @@ impl KeyFilter {
         }
     }
 
+    /// Keys it was sized for.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// A filter that lets every key through: for a delta that no lookup
     /// needs to skip (one merged as soon as it is made), which then costs
     /// no pass over its keys. It never fills up.

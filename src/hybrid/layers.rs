@@ -238,6 +238,12 @@ impl<V> Delta<V> {
         self.filter.may_contain(hash)
     }
 
+    /// Keys its filter was sized for.
+    #[cfg(test)]
+    pub(crate) fn filter_capacity(&self) -> usize {
+        self.filter.capacity()
+    }
+
     /// Whether `key` has a settled entry here (a value or a tombstone whose
     /// standing over the layers below is known).
     #[inline]

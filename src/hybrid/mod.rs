@@ -671,8 +671,10 @@ impl<V: FrozenValue + Clone> Inner<V> {
             // the sealed deltas' pending entries change (counted below).
             let keys = self.len.load(Ordering::Acquire);
             if !fresh.is_empty() {
-                // Sized for the base this merge builds, which holds `keys`.
-                let mut next = Delta::with_capacity(self.config.delta_keys_hint(keys));
+                // Sized for the base this merge builds, which holds `keys`,
+                // and for the writes this delta took.
+                let hint = self.config.delta_keys_hint(keys, fresh.len());
+                let mut next = Delta::with_capacity(hint);
                 fresh.pass_empty_ends(&mut next);
                 let sealed = mem::replace(&mut *fresh, next);
                 let mut deltas = Vec::with_capacity(current.deltas.len() + 1);
@@ -829,7 +831,7 @@ where
     /// ```
     pub fn from_frozen(base: FrozenLayer<V>, config: HybridConfig) -> Self {
         let len = base.len();
-        let fresh = Delta::with_capacity(config.delta_keys_hint(len));
+        let fresh = Delta::with_capacity(config.delta_keys_hint(len, 0));
         Self::from_layers(fresh, Arc::new(Layers::new(base)), len, config)
     }
 
@@ -916,7 +918,7 @@ where
             base: Base::from_parts(parts),
             seals: 0,
         };
-        let fresh = Delta::with_capacity(config.delta_keys_hint(keys));
+        let fresh = Delta::with_capacity(config.delta_keys_hint(keys, 0));
         let map = Self::from_layers(fresh, Arc::new(layers), keys, config);
         map.inner.record().built(took, keys);
         map
@@ -1390,7 +1392,7 @@ where
         let _merging = self.inner.lock_merges();
         let mut fresh = self.inner.write_fresh();
         let seals = self.inner.layers.load().seals + 1;
-        *fresh = Delta::with_capacity(self.inner.config.delta_keys_hint(0));
+        *fresh = Delta::with_capacity(self.inner.config.delta_keys_hint(0, 0));
         self.inner.layers.store(Arc::new(Layers {
             deltas: Vec::new(),
             base: Base::whole(empty_layer()),
@@ -2207,6 +2209,27 @@ mod tests {
             .filter(|&i| fresh.filter_passes(key_hash(key(i).as_bytes())))
             .count();
         assert!(absent < 100, "{absent} of 1000 absent keys passed");
+    }
+
+    /// A seal sizes the next fresh delta's filter for as many writes as
+    /// the sealed delta took, where the policy alone would size it for
+    /// fewer: merges back to back take what arrives during one, and an
+    /// outgrown filter is rebuilt under the write lock.
+    #[test]
+    fn a_seal_sizes_the_next_filter_for_the_writes_the_last_delta_took() {
+        let key = |i: u32| format!("usr/share/doc/pkg{i}/copyright");
+        // The manual policy sizes a delta by `min_delta_keys` alone.
+        let mut map = HybridConfig::new().manual().min_delta_keys(0).build();
+        map.extend((0..3000).map(|i| (key(i), i)));
+        map.freeze().unwrap();
+        let next = map.inner.read_fresh().filter_capacity();
+        assert!(next >= 3000, "{next}");
+        // A delta that took nothing leaves the policy's size.
+        map.freeze().unwrap();
+        assert_eq!(map.inner.read_fresh().filter_capacity(), next);
+        map.insert(key(1), 1);
+        map.freeze().unwrap();
+        assert!(map.inner.read_fresh().filter_capacity() < 3000);
     }
 
     fn frozen_b_to_e() -> HybridMap<u64> {
