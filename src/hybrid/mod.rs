@@ -161,10 +161,10 @@
 //! The default key ratio, 0.02 (with a floor of 4,096 entries and a 256 MiB
 //! budget), is the one of three under which the mixed workload of issue 5
 //! (90% lookups, 10% writes of random keys by `insert` and `remove`;
-//! harness `examples/hybrid_mixed.rs`) reached its lookup and write lines
-//! (0.8× and 0.5× `FastArt`'s) in every run of the comparison below, if
-//! only just (three later runs under it gave 0.90×, 0.83×, 0.76× and
-//! 0.56×, 0.52×, 0.49×: the line, not a margin). On
+//! harness `examples/hybrid_mixed.rs`) came to its lookup and write lines
+//! (0.8× and 0.5× `FastArt`'s) in every run of the comparison below (the
+//! lowest: lookups 0.796×, writes 0.504×); three later runs under it gave
+//! 0.90×, 0.83×, 0.76× and 0.56×, 0.52×, 0.49×: the line, not a margin. On
 //! the full 7.3 M paths, 16 M operations with merges running in the
 //! background (6.57 M keys loaded first by single inserts; that sparser set
 //! takes 10.8 B/key as a base), each setting beside `FastArt` in the same
