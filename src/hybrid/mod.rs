@@ -100,7 +100,7 @@
 //! copy of the fresh delta's entries in its range, taken under the read lock
 //! when it is created. For a range or prefix scan that copy is small; for
 //! [`iter`](HybridMap::iter) it is the whole fresh delta, which the policy
-//! bounds (by default 2% of the base's keys, plus what arrives while a
+//! bounds (by default 6% of the base's keys, plus what arrives while a
 //! merge runs). Measured on the Debian
 //! sample: 80–180 ns and about 150 bytes of buffer per copied entry, so 1 ms
 //! for a fresh delta of 12,500 entries, during which writers wait; on 7.3 M
@@ -125,9 +125,8 @@
 //!   base's 9.4 bytes per key. A delta of share `r` adds about `47 r` bytes
 //!   per key;
 //! * **merge work**: rebuilding N keys every `r N` writes costs `1 / r` keys
-//!   built per write, about 22 µs of background CPU per write at
-//!   `r = 0.02` and 7.5 µs at `r = 0.06` (compare a `FastArt` insert, about
-//!   1–3 µs);
+//!   built per write, about 7.5 µs of background CPU per write at
+//!   `r = 0.06` (compare a `FastArt` insert, about 1–3 µs);
 //! * **memory during a merge**: the base, the sealed delta, the fresh delta
 //!   (which takes the writes that arrive meanwhile) and one part being
 //!   built, with its fst builder's node cache. The old part that the new one
@@ -158,40 +157,40 @@
 //! rebuilds only those (full Debian paths: 0.42 s after 1% new keys in one
 //! range, 3.84 s after 1% updates of random keys).
 //!
-//! The default key ratio, 0.02 (with a floor of 4,096 entries and a 256 MiB
-//! budget), is the one of three under which the mixed workload of issue 5
-//! (90% lookups, 10% writes of random keys by `insert` and `remove`;
-//! harness `examples/hybrid_mixed.rs`) came to its lookup and write lines
-//! (0.8× and 0.5× `FastArt`'s) in every run of the comparison below (the
-//! lowest: lookups 0.796×, writes 0.504×); three later runs under it gave
-//! 0.90×, 0.83×, 0.76× and 0.56×, 0.52×, 0.49×: the line, not a margin. On
-//! the full 7.3 M paths, 16 M operations with merges running in the
-//! background (6.57 M keys loaded first by single inserts; that sparser set
-//! takes 10.8 B/key as a base), each setting beside `FastArt` in the same
-//! process, the settings alternating (2026-11-27: four runs of 0.02, three
-//! of 0.06, one of 0.12; `harness/results/hybrid-ratios-full.md`):
+//! The default key ratio is 0.06, with a floor of 4,096 entries and a 256 MiB
+//! budget. On 2026-11-27 the mixed workload of issue 5 (90% lookups, 10%
+//! writes of random keys by `insert` and `remove`; harness
+//! `examples/hybrid_mixed.rs`) ran at four ratios on the full 7.3 M paths:
+//! 16 M operations each, merges in the background, 6.57 M keys loaded
+//! first by single inserts (that sparser set takes 10.8 B/key as a base).
+//! There were 23 runs, the settings alternating, some beside `FastArt` in
+//! the same process and some alone
+//! (`harness/results/hybrid-ratios-full.md`). Each cell is the range and
+//! the median:
 //!
-//! | `key_ratio` | mean / peak B/key | lookups (× FastArt) | writes, writing thread's time (× FastArt) | merge CPU | writes, merge CPU charged (× FastArt) |
+//! | `key_ratio` | runs | mean / peak B/key | lookups/s | writes/s, writing thread's time | merge CPU per run |
 //! |--:|--:|--:|--:|--:|--:|
-//! | **0.02** | 13.7–14.2 / 16.0–17.0 | **0.80–0.85×** | **0.50–0.54×** | 26–29 s | 0.06× |
-//! | 0.06 | 13.4–13.5 / 17.0–18.2 | 0.75–0.80× | 0.45–0.48× | 8–10 s | 0.13–0.15× |
-//! | 0.12 | 14.1 / 20.3 | 0.74× | 0.43× | 5 s | 0.19× |
+//! | 0.02 | 10 | 13.7–14.2 / 15.5–17.0 | 697–903 k (748 k) | 410–519 k (441 k) | 25–29 s |
+//! | 0.04 | 6 | 13.3–13.6 / 17.2–18.7 | 625–810 k (744 k) | 364–455 k (425 k) | 13–16 s |
+//! | **0.06** | 5 | 13.4–13.5 / 17.0–18.5 | 703–810 k (764 k) | 391–444 k (424 k) | 8–10 s |
+//! | 0.12 | 2 | 14.1–14.2 / 20.3 | 672–715 k (694 k) | 353–386 k (370 k) | 3–5 s |
 //!
-//! Run for run, 0.02 gave 1–7% more lookups and 6–13% more writes than
-//! 0.06 in the minutes next to it.
+//! From 0.02 to 0.06 the foreground rates do not differ beyond what this
+//! machine moves between two runs of one setting (625–810 k lookups/s at
+//! 0.04 within a quarter of an hour). What differs is the merge thread's
+//! work. At 0.02 a merge of the whole base (2.5–2.7 s here) is due before
+//! the last one ends, so merges run back to back and take a core all the
+//! time, about three times the CPU of 0.06. At 0.12 the delta grows large
+//! enough to slow the lookups (by 9%) and the writes (by 13%), and the
+//! peak passes 20 B/key. Early pairs of runs favoured 0.02 (lookups
+//! 0.80–0.85× `FastArt`'s against 0.75–0.80×), and the default was 0.02
+//! for an hour. The runs that followed, with the setting alone, did not
+//! bear that out.
 //!
-//! A smaller delta is cheaper to consult and to write to: its filter and
-//! its tree lie closer to the cache. What it costs is merge work, which
-//! runs on another core: at this workload's 60–80 k writes per second a
-//! merge of the whole base (2.5–2.7 s here) is due before the last one
-//! ends, so at 0.02 the merge thread runs all the time and the delta holds
-//! what arrives during one merge; memory stays as low as at 0.06. Where
-//! that CPU matters more than the foreground's speed (one core, or many
-//! maps merging at once), raise the ratio: at 0.06 the merge thread worked
-//! a third as much. Until 2026-11-27 the default was 0.06; the
-//! measurements below were made with it.
+//! Earlier measurements of the default (2026-11-25, before the lookup keys
+//! were read outside the clock):
 //!
-//! | | `HybridMap` (key ratio 0.06) | `FastArt` |
+//! | | `HybridMap` (defaults) | `FastArt` |
 //! |---|--:|--:|
 //! | memory: mean / peak | 13.5 / **18.4** B/key | 35.6 / 35.8 B/key |
 //! | lookups | 675 k/s (0.80×) | 843 k/s |
@@ -222,8 +221,8 @@
 //! 14.0–14.2 (peaks 19.2–20.2 against 17.5–19.6).
 //!
 //! The last row is the honest figure when every core is busy: rebuilding
-//! the base for every 6% of it written (2% under the present default)
-//! costs more than the writes themselves. Even free merges would leave
+//! the base for every 6% of it written costs more than the writes
+//! themselves. Even free merges would leave
 //! `insert` and `remove` at about half of `FastArt`'s rate: each one looks the key up in the base first,
 //! for the old value it returns and for an exact [`len`](HybridMap::len)
 //! (blind writes move that lookup to `len` and the merges). A larger ratio does not buy

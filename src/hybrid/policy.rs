@@ -43,7 +43,7 @@ pub struct HybridConfig {
 
 impl HybridConfig {
     /// The default [`key_ratio`](Self::key_ratio).
-    pub const DEFAULT_KEY_RATIO: f64 = 0.02;
+    pub const DEFAULT_KEY_RATIO: f64 = 0.06;
     /// The default [`byte_budget`](Self::byte_budget): 256 MiB.
     pub const DEFAULT_BYTE_BUDGET: usize = 256 << 20;
     /// The default [`min_delta_keys`](Self::min_delta_keys).
@@ -62,7 +62,7 @@ impl HybridConfig {
     /// let config = HybridConfig::new();
     /// assert_eq!(config, HybridConfig::default());
     /// let shown = format!("{config:?}"); // the settings have no getters
-    /// assert!(shown.contains("key_ratio: 0.02") && shown.contains("background: true"));
+    /// assert!(shown.contains("key_ratio: 0.06") && shown.contains("background: true"));
     /// ```
     pub fn new() -> Self {
         HybridConfig {
