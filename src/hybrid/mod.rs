@@ -222,8 +222,8 @@
 //!
 //! The last row is the honest figure when every core is busy: rebuilding
 //! the base for every 6% of it written costs more than the writes
-//! themselves. Even free merges would leave
-//! `insert` and `remove` at about half of `FastArt`'s rate: each one looks the key up in the base first,
+//! themselves. Even free merges would leave `insert` and `remove` at about
+//! half of `FastArt`'s rate: each one looks the key up in the base first,
 //! for the old value it returns and for an exact [`len`](HybridMap::len)
 //! (blind writes move that lookup to `len` and the merges). A larger ratio does not buy
 //! much of it back here (0.1, parts of 2^20: 0.22×, with peaks of 21.9–22.3
