@@ -28,6 +28,19 @@ fn merge_threads() -> usize {
         .count()
 }
 
+/// Polls `done` every millisecond until it holds or `timeout` passes;
+/// whether it held.
+fn wait_for(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
 #[test]
 fn drop_during_a_merge_joins_the_thread() {
     let Some(me) = gate::thread_id().filter(|_| std::path::Path::new("/proc/self/task").exists())
@@ -44,11 +57,11 @@ fn drop_during_a_merge_joins_the_thread() {
     assert_eq!(merge_threads(), 0, "no thread before the first merge");
     // A merge that completes: its thread exits when no other is waiting.
     map.merge_in_background();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while map.stats().merges == 0 || merge_threads() > 0 {
-        assert!(Instant::now() < deadline, "the merge thread did not exit");
-        thread::sleep(Duration::from_millis(1));
-    }
+    assert!(
+        wait_for(Duration::from_secs(20), || map.stats().merges > 0
+            && merge_threads() == 0),
+        "the merge thread did not exit"
+    );
     for i in 0..50_000u64 {
         map.insert(format!("usr/share/man/man1/cmd{i:06}.1.gz"), Gated(i));
     }
@@ -94,10 +107,7 @@ fn drop_during_a_merge_joins_the_thread() {
     // kernel lists it in /proc a moment longer (it clears the thread id
     // before it reaps the task), so the task is given a moment to go; it
     // must not encode anything meanwhile.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while merge_threads() > 0 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(1));
-    }
+    wait_for(Duration::from_secs(5), || merge_threads() == 0);
     println!(
         "drop during a merge of 100,001 keys took {elapsed:?}; the merge encoded {encoded} \
          values after it was told to stop"

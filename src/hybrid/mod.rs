@@ -2225,7 +2225,8 @@ mod tests {
         map.freeze().unwrap();
         let next = map.inner.read_fresh().filter_capacity();
         assert!(next >= 3000, "{next}");
-        // A delta that took nothing leaves the policy's size.
+        // A freeze with nothing to seal keeps the fresh delta, filter and
+        // all.
         map.freeze().unwrap();
         assert_eq!(map.inner.read_fresh().filter_capacity(), next);
         map.insert(key(1), 1);
