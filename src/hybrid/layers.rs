@@ -232,6 +232,13 @@ impl<V> Delta<V> {
         self.tombstones.contains_key(key).then_some(None)
     }
 
+    /// Asks the CPU to load the filter block that a lookup of a key with
+    /// this hash reads first.
+    #[inline]
+    pub(crate) fn prefetch_filter(&self, hash: u64) {
+        self.filter.prefetch(hash);
+    }
+
     /// Whether the filter lets a key with this hash through.
     #[cfg(test)]
     pub(crate) fn filter_passes(&self, hash: u64) -> bool {
@@ -568,6 +575,15 @@ impl<V: FrozenValue> Layers<V> {
             deltas: Vec::new(),
             base: Base::whole(base),
             seals: 0,
+        }
+    }
+
+    /// Asks the CPU to load the filter blocks of the sealed deltas that a
+    /// lookup of a key with this hash reads.
+    #[inline]
+    pub(crate) fn prefetch_filters(&self, hash: u64) {
+        for delta in &self.deltas {
+            delta.prefetch_filter(hash);
         }
     }
 

@@ -498,6 +498,26 @@ impl<V: FrozenValue> Inner<V> {
         fresh
     }
 
+    /// The fresh delta, read-locked, and the layers under it, for a lookup
+    /// of a key whose [`key_hash`] is `hash`. The filter blocks every delta
+    /// will read for it are requested first, so that their misses overlap
+    /// rather than come one after another (the lock and the layers' load
+    /// are atomic read-modify-writes, which wait for earlier loads).
+    fn read_for_lookup(
+        &self,
+        hash: u64,
+    ) -> (
+        RwLockReadGuard<'_, Delta<V>>,
+        arc_swap::Guard<Arc<Layers<V>>>,
+    ) {
+        let fresh = self.read_fresh();
+        // Loaded before the lock is released: see `Inner::layers`.
+        let layers = self.layers.load();
+        fresh.prefetch_filter(hash);
+        layers.prefetch_filters(hash);
+        (fresh, layers)
+    }
+
     /// Takes the fresh delta's write lock for a write to `key`, with the
     /// layers and the key's value in them (the sealed deltas and the base).
     /// That value is looked up before the write lock is taken, since the
@@ -1121,12 +1141,10 @@ where
     pub fn get(&self, key: impl AsRef<[u8]>) -> Option<V> {
         let key = key.as_ref();
         let hash = key_hash(key);
-        let fresh = self.inner.read_fresh();
+        let (fresh, layers) = self.inner.read_for_lookup(hash);
         if let Some(slot) = fresh.lookup(key, hash) {
             return slot.cloned();
         }
-        // Loaded before the lock is released: see `Inner::layers`.
-        let layers = self.inner.layers.load();
         drop(fresh);
         layers.get(key, hash)
     }
@@ -1181,11 +1199,10 @@ where
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> bool {
         let key = key.as_ref();
         let hash = key_hash(key);
-        let fresh = self.inner.read_fresh();
+        let (fresh, layers) = self.inner.read_for_lookup(hash);
         if let Some(slot) = fresh.lookup(key, hash) {
             return slot.is_some();
         }
-        let layers = self.inner.layers.load();
         drop(fresh);
         layers.contains_key(key, hash)
     }
