@@ -1,6 +1,7 @@
 //! Get, insert and iterate on the first 20,000 keys of the committed Debian
 //! paths sample, for memkv's structures and the two std-like baselines, so a
-//! change's effect on speed shows before it lands:
+//! change's effect on speed shows before it lands. The `HybridMap` reads go
+//! through a delta: every 16th key updated after a merge ([`hybrid`]).
 //!
 //! ```text
 //! cargo bench --bench maps                  # all
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use memkv::{FastArt, FrozenLayer};
+use memkv::{FastArt, FrozenLayer, HybridMap};
 
 /// The sample the harness embeds too.
 const SAMPLE: &[u8] = include_bytes!("../data/debian-paths-100k.txt");
@@ -42,6 +43,23 @@ fn data() -> (Entries, Entries) {
 /// the keys, coprime to their number).
 fn lookup_order(n: usize) -> Vec<usize> {
     (0..n).map(|i| (i * 7919) % n).collect()
+}
+
+/// A `HybridMap` of `entries`, merged, then every 16th key updated (to
+/// its value plus one): the reads consult the fresh delta's filter, and a
+/// sixteenth of them its tree, before the base.
+fn hybrid(entries: &Entries) -> HybridMap<u64> {
+    let map: HybridMap<u64> = entries.iter().copied().collect();
+    map.freeze().unwrap();
+    for &(k, v) in entries.iter().step_by(16) {
+        map.insert(k, v + 1);
+    }
+    map
+}
+
+/// The value `hybrid(entries)` holds for the entry at `i`.
+fn hybrid_value(entries: &Entries, i: usize) -> u64 {
+    entries[i].1 + u64::from(i.is_multiple_of(16))
 }
 
 fn group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
@@ -80,6 +98,17 @@ fn insert(c: &mut Criterion) {
             m
         })
     });
+    // Inserts one by one, each looking for the key's old value below the
+    // delta; the default policy merges in the background meanwhile.
+    g.bench_function("hybrid", |b| {
+        b.iter_with_large_drop(|| {
+            let m = HybridMap::new();
+            for &(k, v) in &entries {
+                m.insert(k, v);
+            }
+            m
+        })
+    });
     // A bulk build from sorted input (the sort is not part of it).
     g.bench_function("frozen", |b| {
         b.iter_with_large_drop(|| FrozenLayer::from_sorted_iter(sorted.iter().copied()).unwrap())
@@ -95,6 +124,11 @@ fn get(c: &mut Criterion) {
     let hash: hashbrown::HashMap<Box<[u8]>, u64> =
         entries.iter().map(|&(k, v)| (k.into(), v)).collect();
     let frozen = FrozenLayer::from_sorted_iter(sorted.iter().copied()).unwrap();
+    let hybrid = hybrid(&entries);
+    // Checked once here, so that the timed loop below measures right answers.
+    assert!(
+        (0..entries.len()).all(|i| hybrid.get(entries[i].0) == Some(hybrid_value(&entries, i)))
+    );
 
     let mut g = group(c, "get");
     // Each closure sums the values so that no lookup can be skipped.
@@ -130,6 +164,14 @@ fn get(c: &mut Criterion) {
                 .sum::<u64>()
         })
     });
+    g.bench_function("hybrid", |b| {
+        b.iter(|| {
+            order
+                .iter()
+                .map(|&i| hybrid.get(entries[i].0).unwrap())
+                .sum::<u64>()
+        })
+    });
     g.finish();
 }
 
@@ -143,6 +185,7 @@ fn iterate(c: &mut Criterion) {
     let fastart: FastArt<u64> = entries.iter().copied().collect();
     let btree: BTreeMap<Box<[u8]>, u64> = entries.iter().map(|&(k, v)| (k.into(), v)).collect();
     let frozen = FrozenLayer::from_sorted_iter(sorted.iter().copied()).unwrap();
+    let hybrid = hybrid(&entries);
 
     // In key order, through each structure's non-allocating way; the key's
     // last byte is read so that it must be produced (for a BTreeMap, fetched
@@ -163,6 +206,16 @@ fn iterate(c: &mut Criterion) {
     g.bench_function("frozen", |b| {
         b.iter(|| {
             let (mut it, mut acc) = (frozen.iter(), 0u64);
+            while let Some((k, v)) = it.next_entry() {
+                acc = fold(acc, k, v);
+            }
+            acc
+        })
+    });
+    // A streaming merge of the delta and the base.
+    g.bench_function("hybrid", |b| {
+        b.iter(|| {
+            let (mut it, mut acc) = (hybrid.iter(), 0u64);
             while let Some((k, v)) = it.next_entry() {
                 acc = fold(acc, k, v);
             }
