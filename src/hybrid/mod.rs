@@ -499,10 +499,10 @@ impl<V: FrozenValue> Inner<V> {
     }
 
     /// The fresh delta, read-locked, and the layers under it, for a lookup
-    /// of a key whose [`key_hash`] is `hash`. The filter blocks every delta
-    /// will read for it are requested first, so that their misses overlap
-    /// rather than come one after another (the lock and the layers' load
-    /// are atomic read-modify-writes, which wait for earlier loads).
+    /// of a key whose [`key_hash`] is `hash`, with the filter block of
+    /// every delta requested, so that their misses overlap rather than come
+    /// one after another. The lock and the layers' load come first: they
+    /// are atomic read-modify-writes, which wait for earlier loads.
     fn read_for_lookup(
         &self,
         hash: u64,
