@@ -390,8 +390,9 @@ impl Node {
         }
     }
 
-    /// The last occupied position at or before `pos`, in key order.
-    #[inline]
+    /// The last occupied position at or before `pos`, in key order;
+    /// inlined for the sparse kinds, as [`next_at`](Self::next_at).
+    #[inline(always)]
     pub(crate) fn prev_at(self, pos: u16) -> Option<Slot> {
         let terminal = || {
             self.has_terminal().then(|| Slot {
@@ -404,20 +405,32 @@ impl Node {
             return terminal();
         }
         let upto = pos as usize - 1; // inclusive child position
-        // SAFETY: in all arms, type invariant; indices are bounds-checked.
-        let found = unsafe {
-            match self.kind() {
-                Kind::Node4 | Kind::Node16 => {
-                    let count = self.count();
-                    (count > 0).then(|| {
-                        let i = upto.min(count - 1);
-                        Slot {
-                            pos: i as u16 + 1,
-                            edge: Some(*self.sparse_keys().add(i)),
-                            child: read_ref(self.sparse_refs().add(4 * i)),
-                        }
-                    })
+        let found = if self.kind().is_sparse() {
+            let count = self.count();
+            // SAFETY: type invariant: a sparse node has `count` keys and
+            // refs, and `i` is below `count`.
+            (count > 0).then(|| unsafe {
+                let i = upto.min(count - 1);
+                Slot {
+                    pos: i as u16 + 1,
+                    edge: Some(*self.sparse_keys().add(i)),
+                    child: read_ref(self.sparse_refs().add(4 * i)),
                 }
+            })
+        } else {
+            self.prev_dense_at(upto)
+        };
+        found.or_else(terminal)
+    }
+
+    /// [`prev_at`](Self::prev_at) for a Node48 or Node256: the last child
+    /// on byte `upto` or before.
+    #[inline(never)]
+    fn prev_dense_at(self, upto: usize) -> Option<Slot> {
+        // SAFETY: in both arms, type invariant; indices are below 256.
+        unsafe {
+            match self.kind() {
+                Kind::Node4 | Kind::Node16 => unreachable!("a sparse node"),
                 Kind::Node48 => {
                     let body = self.body();
                     (0..=upto.min(255)).rev().find_map(|b| match *body.add(b) {
@@ -443,8 +456,7 @@ impl Node {
                         })
                 }
             }
-        };
-        found.or_else(terminal)
+        }
     }
 
     /// The position a child on edge `byte` has or would have: for a cursor
