@@ -74,6 +74,53 @@ pub(super) fn single_transition(data: &[u8], addr: u64, codes: &CommonCodes) -> 
     }
 }
 
+/// Follows the chain of one-transition nodes from `addr` (none if `addr`
+/// branches or is final), appending each input to `key` and adding each
+/// output to `output`; returns the address of the node the chain ends at.
+///
+/// Most of a chain is one-byte nodes: a state byte of `11` and the input's
+/// common code, one transition, no output, to the node just below. Those
+/// are read eight at a time (one word, tested lane by lane with
+/// arithmetic), and decoded through the code table: the ordered walks'
+/// keys grow a run at a time instead of a byte.
+#[inline(always)]
+pub(super) fn follow_chain(
+    data: &[u8],
+    mut addr: u64,
+    codes: &CommonCodes,
+    key: &mut Vec<u8>,
+    output: &mut u64,
+) -> u64 {
+    const LANES: u64 = 0x0101_0101_0101_0101;
+    while let Some(nodes) = (addr as usize)
+        .checked_sub(7)
+        .and_then(|below| data.get(below..=addr as usize))
+    {
+        let x = u64::from_le_bytes(nodes.try_into().expect("eight bytes"));
+        // Bit 0 of each byte lane: the top two bits are 11 and the code
+        // (the low six) is not 0; code + 63 reaches bit 6 only then, and
+        // stays inside its lane.
+        let code_set = ((x & (0x3F * LANES)) + 0x3F * LANES) >> 6;
+        let one_byte = (x >> 7) & (x >> 6) & code_set & LANES;
+        // The byte at `addr` is lane 7: count from the top down.
+        let run = ((!one_byte & LANES).leading_zeros() / 8) as usize;
+        for i in 0..run {
+            let code = (x >> (8 * (7 - i))) as u8 & 0x3F;
+            key.push(codes.input[usize::from(code - 1)]);
+        }
+        addr -= run as u64;
+        if run < 8 {
+            break;
+        }
+    }
+    while let Some(t) = single_transition(data, addr, codes) {
+        key.push(t.input);
+        addr = t.addr;
+        *output += t.output;
+    }
+    addr
+}
+
 impl NodeView {
     const BLANK: NodeView = NodeView {
         is_final: false,

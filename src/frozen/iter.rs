@@ -9,7 +9,7 @@ use fst::automaton::Automaton;
 
 use super::FrozenLayer;
 use super::column::FrozenValue;
-use super::fst_node::{CommonCodes, NodeView, common_codes, single_transition};
+use super::fst_node::{CommonCodes, NodeView, common_codes, follow_chain};
 use crate::keys::{after_start, as_slice, before_end, owned_bound};
 
 /// Entries of a [`FrozenLayer`] in key order: all of them
@@ -315,11 +315,7 @@ impl<'a> Walker<'a> {
             };
             // Chains of one-transition nodes (most nodes) need no frame:
             // there is nothing to come back to.
-            while let Some(t) = single_transition(self.data, addr, self.codes) {
-                self.key.push(t.input);
-                addr = t.addr;
-                output += t.output;
-            }
+            addr = follow_chain(self.data, addr, self.codes, &mut self.key, &mut output);
             let node = NodeView::branching(self.data, addr);
             if node.len > 0 {
                 let depth = self.key.len();
@@ -423,11 +419,7 @@ impl<'a> BackWalker<'a> {
             if let Some((mut addr, mut output)) = self.reached.take() {
                 // Down to the largest key below: the last transition each time.
                 loop {
-                    while let Some(t) = single_transition(self.data, addr, self.codes) {
-                        self.key.push(t.input);
-                        addr = t.addr;
-                        output += t.output;
-                    }
+                    addr = follow_chain(self.data, addr, self.codes, &mut self.key, &mut output);
                     let node = NodeView::branching(self.data, addr);
                     let last = node.len.checked_sub(1);
                     self.stack.push(Frame {
