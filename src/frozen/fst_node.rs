@@ -74,6 +74,17 @@ pub(super) fn single_transition(data: &[u8], addr: u64, codes: &CommonCodes) -> 
     }
 }
 
+/// The eight bytes of `data` that end at `addr`, little-endian: the byte
+/// at `addr` (a node's state byte) is the most significant, the byte below
+/// it (the next node's, in a chain of one-byte nodes) the next. `None`
+/// where fewer than eight bytes end there.
+#[inline(always)]
+pub(super) fn eight_bytes_to(data: &[u8], addr: u64) -> Option<u64> {
+    let addr = usize::try_from(addr).ok()?;
+    let bytes = data.get(addr.checked_sub(7)?..=addr)?;
+    Some(u64::from_le_bytes(bytes.try_into().expect("eight bytes")))
+}
+
 /// Follows the chain of one-transition nodes from `addr` (none if `addr`
 /// branches or is final), appending each input to `key` and adding each
 /// output to `output`; returns the address of the node the chain ends at.
@@ -92,11 +103,7 @@ pub(super) fn follow_chain(
     output: &mut u64,
 ) -> u64 {
     const LANES: u64 = 0x0101_0101_0101_0101;
-    while let Some(nodes) = (addr as usize)
-        .checked_sub(7)
-        .and_then(|below| data.get(below..=addr as usize))
-    {
-        let x = u64::from_le_bytes(nodes.try_into().expect("eight bytes"));
+    while let Some(x) = eight_bytes_to(data, addr) {
         // Bit 0 of each byte lane: the top two bits are 11 and the code
         // (the low six) is not 0; code + 63 reaches bit 6 only then, and
         // stays inside its lane.

@@ -19,7 +19,7 @@
 //! paths (every one of six rounds faster, median +3.6%), where misses
 //! dominate.
 
-use super::fst_node::{CommonCodes, NodeView, common_codes, single_transition};
+use super::fst_node::{CommonCodes, NodeView, common_codes, eight_bytes_to, single_transition};
 use crate::art::raw::prefetch;
 use crate::lanes::interleave;
 
@@ -98,21 +98,16 @@ fn step_one(
 /// node takes two bytes.
 #[inline(always)]
 fn chain_run(data: &[u8], codes: &CommonCodes, key: &[u8], addr: u64, depth: usize) -> usize {
-    let addr = addr as usize;
     // Most steps that are not in a chain end here, for one load.
     if data
-        .get(addr)
+        .get(addr as usize)
         .is_none_or(|&state| state >> 6 != 0b11 || state & 0b11_1111 == 0)
     {
         return 0;
     }
-    let Some(below) = addr.checked_sub(7) else {
+    let (Some(nodes), Some(rest)) = (eight_bytes_to(data, addr), key.get(depth..)) else {
         return 0;
     };
-    let (Some(nodes), Some(rest)) = (data.get(below..=addr), key.get(depth..)) else {
-        return 0;
-    };
-    let nodes = u64::from_le_bytes(nodes.try_into().expect("eight bytes"));
     // The state byte of the node at `addr - i` is the `(7 - i)`th of
     // `nodes`, little-endian, and should be the one for `rest[i]`.
     let mut want = 0u64;
