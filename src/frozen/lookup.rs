@@ -87,15 +87,17 @@ fn step_one(
     }
 }
 
-/// How many of the next (up to eight) key bytes from `depth` on the chain
-/// of one-byte nodes ending at `addr` matches. Such a node is a single
+/// How many of the key's next bytes (up to eight, from `depth`) the chain
+/// of one-byte nodes starting at `addr` matches. Such a node is a single
 /// state byte, `11` and the input's common code: one transition, no
 /// output, to the node written just before it (at the address below).
 /// Where keys run on alone (a directory's last file names, a path's
 /// extension), the fst is such chains, and comparing the bytes below
 /// `addr` with the state bytes the key's own bytes would make takes a run
-/// of them in one comparison. A byte without a code stops the run: its
-/// node takes two bytes.
+/// of them in one comparison. A byte without a code stops the run (its
+/// node takes two bytes), and so does the key's end (the comparison's
+/// unfilled bytes are 0, the state byte of a node of more than 63
+/// transitions).
 #[inline(always)]
 fn chain_run(data: &[u8], codes: &CommonCodes, key: &[u8], addr: u64, depth: usize) -> usize {
     // Most steps that are not in a chain end here, for one load.
