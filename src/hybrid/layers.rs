@@ -218,7 +218,10 @@ impl<V> Delta<V> {
     /// `Some(Some(v))` if it has `v`.
     #[inline]
     pub(crate) fn lookup(&self, key: &[u8], hash: u64) -> Option<Option<&V>> {
-        if !self.filter.may_contain(hash) {
+        // An empty delta (after a merge, or `open`) says nothing without
+        // reading its filter, a block sized for the delta to come: a
+        // likely miss on the way to the base.
+        if self.is_empty() || !self.filter.may_contain(hash) {
             return None;
         }
         if let Some(value) = self.values.get(key) {
@@ -236,7 +239,9 @@ impl<V> Delta<V> {
     /// this hash reads first.
     #[inline]
     pub(crate) fn prefetch_filter(&self, hash: u64) {
-        self.filter.prefetch(hash);
+        if !self.is_empty() {
+            self.filter.prefetch(hash);
+        }
     }
 
     /// Whether the filter lets a key with this hash through.
