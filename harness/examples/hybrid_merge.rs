@@ -46,17 +46,7 @@ struct Args {
 fn main() {
     let args = Args::parse();
     let data = common::dataset_bytes(args.dataset.as_deref()).expect("reading the dataset");
-    // Each key's value is its line number in the dataset, as in the main
-    // harness: values in key order look random, as they would in use (an
-    // ordinal in key order would pack into fewer bits per part).
-    let mut entries: Vec<(&[u8], u64)> = data
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .enumerate()
-        .map(|(i, key)| (key, i as u64))
-        .collect();
-    entries.sort_unstable();
-    entries.dedup_by(|a, b| a.0 == b.0);
+    let entries = common::sorted_entries(&data);
     let keys: Vec<&[u8]> = entries.iter().map(|(key, _)| *key).collect();
     let n = keys.len();
     let before = allocated();

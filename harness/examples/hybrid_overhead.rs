@@ -62,15 +62,7 @@ struct Args {
 fn main() {
     let args = Args::parse();
     let data = common::dataset_bytes(args.dataset.as_deref()).expect("reading the dataset");
-    // Values are line numbers, as in the main harness.
-    let mut entries: Vec<(&[u8], u64)> = data
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .enumerate()
-        .map(|(i, key)| (key, i as u64))
-        .collect();
-    entries.sort_unstable();
-    entries.dedup_by(|a, b| a.0 == b.0);
+    let entries = common::sorted_entries(&data);
     let n = entries.len();
     assert!(n > 0, "the dataset has no keys");
     let frozen = FrozenLayer::from_sorted_iter(entries.iter().copied()).expect("sorted, distinct");

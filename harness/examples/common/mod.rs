@@ -33,13 +33,23 @@ pub(crate) fn allocated() -> u64 {
 }
 
 /// The distinct lines of `data` (without a trailing `\r`), in their order.
-#[allow(dead_code)] // hybrid_merge sorts its keys, pop_drain takes them as they are
 pub(crate) fn distinct_keys(data: &[u8]) -> Vec<&[u8]> {
     let mut seen = std::collections::HashSet::new();
     data.split(|&b| b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
         .filter(|l| !l.is_empty() && seen.insert(*l))
         .collect()
+}
+
+/// The distinct lines of `data` (as [`distinct_keys`] reads them), each
+/// with its number among them as its value, sorted by key. Values are line
+/// numbers, as in the main harness: in key order they look random, as
+/// values would in use (an ordinal in key order would pack into fewer bits).
+#[allow(dead_code)] // only some examples build from sorted entries
+pub(crate) fn sorted_entries(data: &[u8]) -> Vec<(&[u8], u64)> {
+    let mut entries: Vec<(&[u8], u64)> = distinct_keys(data).into_iter().zip(0..).collect();
+    entries.sort_unstable();
+    entries
 }
 
 /// User and system CPU seconds from a `/proc` stat file:
