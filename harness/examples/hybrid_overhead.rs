@@ -45,11 +45,11 @@ struct Args {
     #[arg(long)]
     dataset: Option<PathBuf>,
     /// Lookups per round (at most the number of keys).
-    #[arg(long, default_value_t = 2_000_000)]
-    lookups: usize,
+    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    lookups: u64,
     /// Rounds of each structure, alternating.
-    #[arg(long, default_value_t = 4)]
-    rounds: usize,
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
     /// How the hybrid map is built.
     #[arg(long, value_enum, default_value_t = Build::Collect)]
     build: Build,
@@ -95,7 +95,7 @@ fn main() {
     // The dataset's line order, which its script shuffled with a fixed
     // seed; the keys are copied in that order so that reading them costs no
     // miss of the harness's own.
-    let lookups = args.lookups.min(n);
+    let lookups = usize::try_from(args.lookups).unwrap_or(usize::MAX).min(n);
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_unstable_by_key(|&i| entries[i].1);
     order.truncate(lookups);
