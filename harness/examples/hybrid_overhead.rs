@@ -66,14 +66,17 @@ fn main() {
     let n = entries.len();
     assert!(n > 0, "the dataset has no keys");
     let frozen = FrozenLayer::from_sorted_iter(entries.iter().copied()).expect("sorted, distinct");
-    // The hybrid map gets the keys in the dataset's (shuffled) line order.
-    let mut in_line_order = entries.clone();
-    in_line_order.sort_unstable_by_key(|&(_, line)| line);
+    // The dataset's line order (its script shuffled it with a fixed seed),
+    // as indices into `entries`: the hybrid map is built in it, and the
+    // lookups follow it.
+    let mut by_line: Vec<usize> = (0..n).collect();
+    by_line.sort_unstable_by_key(|&i| entries[i].1);
+    let in_line_order = by_line.iter().map(|&i| entries[i]);
     let hybrid: HybridMap<u64> = match args.build {
-        Build::Collect => in_line_order.iter().copied().collect(),
+        Build::Collect => in_line_order.collect(),
         Build::Insert => {
             let map = HybridMap::new();
-            for &(key, line) in &in_line_order {
+            for (key, line) in in_line_order {
                 map.insert(key, line);
             }
             map
@@ -92,16 +95,13 @@ fn main() {
         stats.base_parts, stats.delta_entries, stats.delta_bytes, args.build
     );
 
-    // The dataset's line order, which its script shuffled with a fixed
-    // seed; the keys are copied in that order so that reading them costs no
-    // miss of the harness's own.
+    // The first keys in line order, copied in that order so that reading
+    // them costs no miss of the harness's own.
     let lookups = usize::try_from(args.lookups).unwrap_or(usize::MAX).min(n);
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_unstable_by_key(|&i| entries[i].1);
-    order.truncate(lookups);
+    let order = &by_line[..lookups];
     let mut bytes = Vec::new();
     let mut ends = vec![0];
-    for &i in &order {
+    for &i in order {
         bytes.extend_from_slice(entries[i].0);
         ends.push(bytes.len());
     }
