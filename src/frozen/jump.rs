@@ -657,6 +657,57 @@ mod tests {
         assert_eq!(layer_of(&mut quarter).jump.depth(), "shared/prefix/".len());
     }
 
+    /// Where the search for the table's length starts and stops: it takes
+    /// prefixes of `MIN_DEPTH` bytes, and it stops, table or not, at the
+    /// first length with more than `SEARCH_WIDTH` times as many candidate
+    /// prefixes as slots (which bounds its memory), even where a longer
+    /// length would have served.
+    #[test]
+    fn the_search_starts_at_min_depth_and_stops_where_it_grows_too_wide() {
+        // `groups` prefixes of 4 bytes with `per_group` keys each, whose
+        // fifth bytes differ, then `long` keys under one 24-byte prefix.
+        let keys_of = |groups: u32, per_group: u8, long: u32| {
+            let mut keys = Vec::new();
+            for g in 0..groups {
+                keys.extend((0..per_group).map(|i| [format!("{g:03}/").as_bytes(), &[i]].concat()));
+            }
+            keys.extend((0..long).map(|i| format!("{}{i:04}", "z".repeat(MAX_DEPTH)).into_bytes()));
+            keys
+        };
+        // 64 groups of 40: the best length is 4, the shortest there is.
+        let mut four = keys_of(64, 40, 0);
+        assert_eq!(layer_of(&mut four).jump.depth(), MIN_DEPTH);
+        // 2,560 keys, so 20 slots and a search at most 80 prefixes wide.
+        // 100 groups of 16 and "zzz": 101 prefixes of 3 bytes end the
+        // search before the 24-byte prefix of 960 keys is reached.
+        let mut wide = keys_of(100, 16, 960);
+        assert_eq!(wide.len() as u64 / KEYS_PER_SLOT * SEARCH_WIDTH as u64, 80);
+        assert_eq!(layer_of(&mut wide).jump.depth(), 0);
+        // 79 groups and "zzz": 80 prefixes, not too many; the long prefix
+        // gets its slot.
+        let mut narrow = keys_of(79, 16, 1300);
+        assert_eq!(
+            narrow.len() as u64 / KEYS_PER_SLOT * SEARCH_WIDTH as u64,
+            80
+        );
+        assert_eq!(layer_of(&mut narrow).jump.depth(), MAX_DEPTH);
+    }
+
+    /// Layers of 2^32 keys or more have no table: a slot's output is a
+    /// `u32`. (The same layer with its true count has one.)
+    #[test]
+    fn a_layer_of_too_many_keys_has_no_table() {
+        let mut keys: Vec<Vec<u8>> = (0..128)
+            .map(|i| format!("same/prefix/{i}").into())
+            .collect();
+        let layer = layer_of(&mut keys);
+        let mut fst = layer.fst.as_bytes().to_vec();
+        assert!(Built::for_fst(&fst).is_some());
+        let count_at = fst.len() - 20;
+        fst[count_at..count_at + 8].copy_from_slice(&u64::from(u32::MAX).to_le_bytes());
+        assert!(Built::for_fst(&fst).is_none());
+    }
+
     /// A footer whose padding is longer than the section leaves room for
     /// is an error, not an overflow.
     #[test]
@@ -670,6 +721,51 @@ mod tests {
         footer[8..].copy_from_slice(&1u64.to_le_bytes());
         let err = JumpTable::parse(&bytes, 54..74).unwrap_err();
         assert!(err.to_string().contains("padding"), "{err}");
+    }
+
+    /// A footer whose slot count disagrees with the room its section
+    /// leaves for slots is an error, whichever way it is off: a lookup
+    /// would hash into the wrong number of slots, and `verify` read past
+    /// them.
+    #[test]
+    fn a_slot_count_that_does_not_fill_the_section_is_corrupt() {
+        let section_of = |count: u64| {
+            // Room for two slots, then the footer; no padding.
+            let mut bytes = vec![0u8; 2 * SLOT_LEN + FOOTER_LEN];
+            let footer = &mut bytes[2 * SLOT_LEN..];
+            footer[0] = MAX_DEPTH as u8;
+            footer[8..].copy_from_slice(&count.to_le_bytes());
+            bytes
+        };
+        for count in [0, 1, 3, u64::MAX / 16 + 1] {
+            let bytes = section_of(count);
+            let err = JumpTable::parse(&bytes, 0..bytes.len()).unwrap_err();
+            assert!(err.to_string().contains("slots of"), "{count}: {err}");
+        }
+        let bytes = section_of(2);
+        let table = JumpTable::parse(&bytes, 0..bytes.len()).unwrap();
+        assert_eq!((table.slot_count, table.slots), (2, 0..2 * SLOT_LEN));
+    }
+
+    /// The hash and the home slot are part of the file format: a table is
+    /// probed with the functions it was written with. A change would pass
+    /// every other test (the table is a shortcut, so answers stay right)
+    /// while the lookups of every file already written missed its table.
+    /// The values were worked out apart from this code, from the format's
+    /// description.
+    #[test]
+    fn the_hash_and_home_slots_are_the_formats() {
+        let cases: [(&[u8], u64, usize); 3] = [
+            (b"usr/share/doc/", 0xf50a_484f_b2d9_f3ac, 957),
+            (b"usr/share/locale/de/LC_M", 0x83de_f8a2_c5af_61bd, 515),
+            (b"", 0x4349_97da_1c0d_472e, 262),
+        ];
+        for (prefix, want, home_in_1000) in cases {
+            let h = hash(&prefix_words(prefix));
+            assert_eq!(h, want, "{prefix:?}");
+            assert_eq!(home(h, 1000), home_in_1000, "{prefix:?}");
+        }
+        assert_eq!((home(0, 7), home(u64::MAX, 7)), (0, 6));
     }
 
     #[test]
