@@ -693,8 +693,8 @@ mod tests {
         assert_eq!(layer_of(&mut narrow).jump.depth(), MAX_DEPTH);
     }
 
-    /// Layers of 2^32 keys or more have no table: a slot's output is a
-    /// `u32`. (The same layer with its true count has one.)
+    /// Layers of `u32::MAX` keys or more have no table: a slot's output is
+    /// a `u32`. (The same layer with its true count has one.)
     #[test]
     fn a_layer_of_too_many_keys_has_no_table() {
         let mut keys: Vec<Vec<u8>> = (0..128)
