@@ -247,6 +247,30 @@ fn a_sorted_build_whose_part_fails_loses_nothing_on(threads: usize, part_keys: u
     assert_all_there(&broken_before, 5000, &[]);
 }
 
+/// Entries in key order whose neighbours share no leading byte: the
+/// sorted build, which sizes its buffers from how much the sample's
+/// neighbours share, builds them all into the base, on one thread and two.
+#[test]
+fn a_sorted_build_of_keys_that_share_nothing() {
+    for threads in [1, 2] {
+        let config = HybridConfig::new()
+            .part_keys(16)
+            .min_delta_keys(32)
+            .build_threads(threads);
+        let map = config.build_from((0..=255u8).map(|b| ([b], u64::from(b))));
+        let stats = map.stats();
+        assert_eq!(
+            (stats.len, stats.base_keys, stats.delta_entries),
+            (256, 256, 0),
+            "{threads}: {stats:?}"
+        );
+        for b in 0..=255u8 {
+            assert_eq!(map.get([b]), Some(u64::from(b)));
+        }
+        assert!(map.keys().eq((0..=255u8).map(|b| vec![b])));
+    }
+}
+
 #[test]
 fn a_panic_in_the_entries_of_a_build_in_one_go_is_passed_on() {
     // After the sample (4,096 entries: the default `min_delta_keys`), out

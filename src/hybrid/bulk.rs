@@ -269,7 +269,8 @@ where
             }
             let (sender, receiver) = mpsc::sync_channel(BATCHES_UNDER_WAY);
             let lower = lowers[trees.start].clone();
-            let work = move || gather_and_build(receiver, Share::new(trees), lower, part_keys);
+            let its_trees = trees.clone();
+            let work = move || gather_and_build(receiver, Share::new(its_trees), lower, part_keys);
             match thread::Builder::new()
                 .name("memkv-hybrid-build".into())
                 .spawn_scoped(scope, work)
@@ -278,9 +279,7 @@ where
                     gatherers.push(Gatherer::Sent(sender));
                     others.push((share, other));
                 }
-                Err(_) => {
-                    gatherers.push(Gatherer::Kept(Share::new(firsts[share]..firsts[share + 1])))
-                }
+                Err(_) => gatherers.push(Gatherer::Kept(Share::new(trees))),
             }
         }
         let mut batches: Vec<Batch<V>> = (0..lowers.len()).map(|_| Batch::new()).collect();
