@@ -62,6 +62,7 @@ fn drop_during_a_merge_joins_the_thread() {
             && merge_threads() == 0),
         "the merge thread did not exit"
     );
+    assert!(!map.is_merging());
     for i in 0..50_000u64 {
         map.insert(format!("usr/share/man/man1/cmd{i:06}.1.gz"), Gated(i));
     }
@@ -73,7 +74,7 @@ fn drop_during_a_merge_joins_the_thread() {
     map.merge_in_background();
     gate.wait_reached(Duration::from_secs(20));
     let stats = map.stats();
-    assert!(stats.merging, "{stats:?}");
+    assert!(stats.merging && map.is_merging(), "{stats:?}");
     assert_eq!((stats.merges, stats.sealed_deltas), (1, 1), "{stats:?}");
     assert_eq!(merge_threads(), 1);
     // The map's memory counts every layer, and the part being built (past
