@@ -59,9 +59,12 @@
 //! tree and arena out of the lock: the frozen memtable is read without any
 //! lock.
 //!
-//! The cost shows when one thread inserts flat out while another reads: the
-//! reader then gets about half the lookups per second a lock-free skip list
-//! gives it (the harness's `1W+1R` columns), while the writer stays faster.
+//! The cost shows when one thread inserts flat out while another reads
+//! (the harness's `1W+1R` columns), and which side pays changes from run to
+//! run: on 2026-11-22 the reader got 0.44–0.86× the lookups per second a
+//! lock-free skip list gives it in random order while the writer stayed
+//! faster; on 2026-11-27 (600 k entries) the reader got 1.20–1.26× and the
+//! writer, in sequential order, 0.37× the skip list's inserts.
 //! Two hand-written locks were tried and dropped: spinning on `try_read`
 //! starved the reader (dozens of reads per second: the writer re-locks within
 //! nanoseconds), and letting announced readers and writers defer to each
@@ -254,10 +257,11 @@ impl Tables {
 ///
 /// Writers are serialised by a lock (each insert holds it briefly); readers
 /// run in parallel and wait for at most one insert. The price of the lock
-/// shows only when a thread inserts flat out while others read: the readers
-/// then get about half the lookups per second a lock-free skip list gives
-/// them (measured with one writer and one reader), though a lookup alone is
-/// several times faster. See the [module docs](crate::memtable) for the
+/// shows only when a thread inserts flat out while others read: then
+/// either the readers or the writer get well under a lock-free skip list's
+/// rate (one writer and one reader, the harness's `1W+1R` columns; which
+/// side pays changes from run to run), though a lookup alone is several
+/// times faster. See the [module docs](crate::memtable) for the
 /// interface.
 ///
 /// [`approximate_memory_usage`](MemtableRead::approximate_memory_usage) is the

@@ -76,20 +76,24 @@
 //! `memkv-bench --memtable --keys 600000` (the harness; see its README): 16-byte
 //! keys, 100-byte values, bulk load through the [`WritePath`], medians of
 //! three runs on a shared 2-core machine (throughputs there vary by ±30% from
-//! run to run; memory is exact). Ratios are to `SkipListMemtable`.
+//! run to run; memory is exact), 2026-11-27
+//! (`harness/results/memtable-600000-value-prefetch.md`). Ratios are to
+//! `SkipListMemtable`.
 //!
 //! | 600k entries | load/s | bytes/entry (overhead) | flush iteration/s | lookups/s | 1 writer + 1 reader: writes/s, reads/s |
 //! |---|--:|--:|--:|--:|--:|
-//! | random order: skip list | 0.42 M | 213.3 (97.3) | 2.9 M | 0.30 M | 0.41 M, 0.50 M |
-//! | random order: ART | 3.5 M (8.4×) | 152.9 (36.9), 0.72× | 4.9 M (1.7×) | 1.5 M (4.9×) | 1.2 M (3.0×), 0.29 M (0.58×) |
-//! | sequential: skip list | 2.7 M | 213.3 (97.3) | 18.2 M | 0.39 M | 2.0 M, 0.63 M |
-//! | sequential: ART | 4.8 M (1.8×) | 146.8 (30.8), 0.69× | 17.0 M (0.94×) | 1.4 M (3.4×) | 2.7 M (1.35×), 0.36 M (0.57×) |
+//! | random order: skip list | 0.77 M | 213.3 (97.3) | 4.5 M | 0.47 M | 0.61 M, 0.70 M |
+//! | random order: ART | 4.6 M (6.0×) | 152.9 (36.9), 0.72× | 7.5 M (1.65×) | 2.8 M (5.9×) | 1.6 M (2.6×), 0.89 M (1.26×) |
+//! | sequential: skip list | 3.3 M | 213.3 (97.3) | 19.1 M | 0.68 M | 3.5 M, 1.05 M |
+//! | sequential: ART | 7.4 M (2.2×) | 146.8 (30.8), 0.69× | 24.7 M (1.29×) | 2.7 M (3.9×) | 1.3 M (0.37×), 1.26 M (1.20×) |
 //!
 //! Every entry carries 116 bytes of key and value and 8 of sequence number
 //! and kind, so no memtable holding them can go below 124 bytes per entry:
 //! the ART's overhead beyond the raw bytes is 0.38× the skip list's, but its
-//! total is 0.7×, not lower. Its weak spot is reads while a writer inserts
-//! flat out (see [`ArtMemtable`]).
+//! total is 0.7×, not lower. Its weak spot is one thread inserting flat
+//! out while another reads, where they share a lock: which of the two
+//! loses changes from run to run (here the writer, in sequential order;
+//! see [`ArtMemtable`]).
 
 mod arena;
 mod art;
