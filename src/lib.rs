@@ -5,7 +5,7 @@
 //!
 //! | type | what it is | use it for |
 //! |---|---|---|
-//! | [`FastArt<V>`] | a mutable adaptive radix tree in a slab arena | a mutable ordered map smaller than its own keys, faster than `BTreeMap` |
+//! | [`FastArt<V>`] | a mutable adaptive radix tree in a slab arena | a mutable ordered map smaller than its own keys, with faster inserts and lookups than `BTreeMap` (and ordered walks as fast once compacted) |
 //! | [`FrozenLayer<V>`] | an immutable map: keys in an [`fst`](https://docs.rs/fst), values in a packed column | a dictionary built once, saved, and memory-mapped in milliseconds |
 //! | [`HybridMap<V>`] | a `FastArt` delta over a `FrozenLayer` base, merged in the background | a mutable map at near-frozen memory, shared between threads |
 //! | [`memtable`] | a [`Memtable`] trait with skip-list, radix-tree and sorted-vector implementations | the memtable of an LSM engine |
@@ -97,7 +97,8 @@
 //!
 //! Bad input gets an [`Error`], never a panic: unsorted keys to a builder, a
 //! truncated or corrupt file, a missing file. Each type documents its limits
-//! where users meet them (for `FastArt`, a 16 GiB arena per map).
+//! where users meet them (for `FastArt`, 16 GiB of nodes and 16 GiB of
+//! leaves per map).
 //!
 //! Keys are read through `AsRef<[u8]>`, sometimes more than once per call
 //! (an entry reads its key when it is made and again when it inserts). An

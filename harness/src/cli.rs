@@ -25,8 +25,8 @@ pub(crate) struct Cli {
     #[command(flatten)]
     pub(crate) data: DataArgs,
 
-    /// Structures to measure, comma-separated (default: all available; see
-    /// --list).
+    /// Structures to measure, comma-separated (default: every structure
+    /// --list shows without "not in the default set").
     #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
     pub(crate) structures: Option<Vec<String>>,
 

@@ -18,8 +18,9 @@
 //! 254 below a node are stored out of line). Nothing is rejected or truncated.
 //!
 //! # Limits
-//! The arena addresses 16 GiB of nodes and leaves (about 400 million Debian
-//! paths). [`FastArt::insert`] panics past that, like `Vec` past its
+//! A map keeps its nodes and its leaves in two arenas, each of which
+//! addresses 16 GiB; the leaves' fills first, at about 800 million Debian
+//! paths. [`FastArt::insert`] panics past that, like `Vec` past its
 //! capacity; [`FastArt::try_insert`] returns an [`InsertError`] instead,
 //! holding [`Error::CapacityExceeded`] and the value. Failing system
 //! allocations abort, as in the standard collections.
@@ -115,8 +116,9 @@ use self::raw::{RawArt, RawIter};
 /// it gains back: building a map of 7.3 M Debian paths by `insert` went
 /// 12% faster, compactions included, and then looking its keys up 23% and
 /// iterating 21% (medians of three runs of the benchmark harness). But the
-/// one insert that compacts takes time in proportion to the map (about
-/// 0.3 µs per key: about a second at 4 M keys) and briefly needs about 2.2
+/// one insert that compacts takes time in proportion to the map (0.2–0.3
+/// µs per key, depending on how scattered it is: about a second at 4 M
+/// keys inserted in random order) and briefly needs about 2.2
 /// times its memory. Where one slow insert matters more than throughput,
 /// turn it off with [`set_auto_compact`](FastArt::set_auto_compact).
 /// [`extend`](Extend::extend) and `collect` never compact along the way
@@ -454,7 +456,8 @@ impl<V> FastArt<V> {
     /// Inserts a value; returns the value previously stored under `key`.
     ///
     /// # Panics
-    /// If the map already holds 16 GiB (see [`FastArt::try_insert`]).
+    /// If the map's nodes or its leaves already fill their 16 GiB arena
+    /// (see [`FastArt::try_insert`]).
     ///
     /// ```
     /// let mut map = memkv::FastArt::new();
@@ -876,12 +879,13 @@ impl<V> FastArt<V> {
     /// key order, and the nodes a lookup is most likely to walk through next
     /// lie together in 1 KiB regions that [`get`](FastArt::get) loads whole:
     /// on the Debian paths (7.3M keys) ordered iteration gets 1.7–2.4× faster
-    /// and lookups 1.7–1.9×. Inserts and removals that follow load the
-    /// regions the same way (about 1.8× faster than on the map as inserted,
-    /// same keys); the nodes they create land outside the regions. A growing
-    /// map is compacted [automatically](FastArt#automatic-compaction) each
-    /// time it doubles; call `compact` after a bulk load that ends far from
-    /// such a point, as you would `shrink_to_fit`.
+    /// and lookups 1.5–1.7× (the benchmark harness's latest runs). Inserts
+    /// and removals that follow load the regions the same way (about 1.8×
+    /// faster than on the map as inserted, same keys); the nodes they
+    /// create land outside the regions. A growing map is compacted
+    /// [automatically](FastArt#automatic-compaction) each time it doubles;
+    /// call `compact` after a bulk load that ends far from such a point, as
+    /// you would `shrink_to_fit`.
     ///
     /// It walks the whole map twice (about 1.2–1.4 seconds per 7 million
     /// keys) and holds the old and the new copy until it returns, with a
@@ -1107,8 +1111,9 @@ impl<K: AsRef<[u8]>, V> Extend<(K, V)> for FastArt<V> {
     /// Faster than that loop on a map well past the CPU caches (16 MiB):
     /// entries are taken 16 at a time and their lookups run side by side
     /// first, as in [`get_many`](FastArt::get_many), so the inserts then find
-    /// their paths in the cache (1.8–1.9× the rate of `insert` over 7.3 M
-    /// paths).
+    /// their paths in the cache (over 7.3 M paths, 1.85–1.93× the rate of
+    /// `insert` in one process, 1.3–2.1× in the benchmark harness's full
+    /// runs).
     /// If the iterator or a replaced value's `Drop` panics, the entries
     /// taken but not yet inserted (at most 15) are dropped; every entry
     /// inserted before stays.

@@ -53,31 +53,31 @@
 //!
 //! # Cost
 //!
-//! On the same 7.3 M paths, over the four latest full runs of the benchmark
-//! harness (`harness/results/debian-full*.md`, 2026-11-23 and 24; release
-//! build on a shared 2-core machine, so the ratios to the bare fst, from the
-//! same runs, are the telling part); `nth` and `open` were measured once,
-//! earlier:
+//! On the same 7.3 M paths, over the sixteen full runs of the benchmark
+//! harness kept (`harness/results/debian-full*.md`, 2026-11-23 to 27;
+//! release build on a shared 2-core machine whose speed moves by ±20–40%
+//! between runs, so the ratios to the bare fst in the same run are the
+//! telling part); `nth` and `open` were measured once, earlier:
 //!
-//! | operation                          | `FrozenLayer<u64>` | bare `fst::Map` |
-//! |------------------------------------|--------------------|-----------------|
-//! | build from sorted keys             | 2.9–3.5 M keys/s   | 1.5–1.7 M keys/s |
-//! | iterate ([`Iter::next_entry`])     | 12.9–13.9 M keys/s | 5.0–5.2 M keys/s |
-//! | range and prefix scans             | 12.0–13.0 M keys/s | 4.5–4.9 M keys/s |
-//! | `get`, keys in random order (before the jump table, which takes a quarter off) | 1.4–1.7 µs | 1.6–2.0 µs |
-//! | [`nth`](FrozenLayer::nth)          | 2.1 µs             |                 |
-//! | [`open`](FrozenLayer::open) (checksum, warm cache) | 4–7 ms |           |
-//! | [`open_unverified`](FrozenLayer::open_unverified)  | 0.06–0.09 ms |     |
+//! | operation                          | `FrozenLayer<u64>` | bare `fst::Map` | ratio in the same run |
+//! |------------------------------------|--------------------|-----------------|--:|
+//! | build from sorted keys             | 1.1–3.5 M keys/s   | 0.4–1.7 M keys/s | 1.8–4.0× |
+//! | iterate ([`Iter::next_entry`])     | 6.9–13.9 M keys/s  | 2.5–5.2 M keys/s | 2.3–3.2× |
+//! | `get`, keys in random order, since the jump table (runs 12–16) | 0.8–2.6 µs | 1.4–3.5 µs | 1.2–1.7× |
+//! | [`nth`](FrozenLayer::nth)          | 2.1 µs             |                 | |
+//! | [`open`](FrozenLayer::open) (checksum, warm cache) | 4–7 ms |           | |
+//! | [`open_unverified`](FrozenLayer::open_unverified)  | 0.06–0.09 ms |     | |
 //!
-//! The fst is read by the fst crate (lookups, automata) but written by
-//! memkv's own builder (`fst_builder.rs`), in the crate's
-//! format: the crate's builder finds repeated suffixes through a fixed cache
-//! of 20,000 nodes, ours through one that grows with the fst (to 2^20
-//! entries of 8 bytes, freed when it is done), which is where the 1.6
-//! bytes per key and most of the build time go. [`iter`](FrozenLayer::iter),
-//! [`range`](FrozenLayer::range) and [`prefix`](FrozenLayer::prefix) walk
-//! the fst's bytes themselves instead of running the crate's general
-//! stream. With paths of 63 bytes on average,
+//! The fst is in the fst crate's format. The crate reads it for
+//! [`nth`](FrozenLayer::nth) and automata ([`search`](FrozenLayer::search));
+//! lookups, [`iter`](FrozenLayer::iter), [`range`](FrozenLayer::range) and
+//! [`prefix`](FrozenLayer::prefix) walk its bytes with memkv's own reader
+//! instead of the crate's general `get` and stream. memkv's own builder
+//! (`fst_builder.rs`) writes it: the crate's builder finds repeated
+//! suffixes through a fixed cache of 20,000 nodes, ours through one that
+//! grows with the fst (to 2^20 entries of 8 bytes, freed when it is done),
+//! which is where the 1.6 bytes per key and most of the build time go.
+//! With paths of 63 bytes on average,
 //! each lookup is a walk through dozens of fst nodes. Building in memory
 //! holds the layer being built (one buffer: header, fst, values), the value
 //! column and the node cache; the layer then holds exactly its bytes.
@@ -295,8 +295,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
     ///
     /// The file is not read onto the heap: queries read the mapping, and the
     /// OS pages it in and out. The check reads every byte once (which also
-    /// warms the page cache): 4–7 ms for a 78 MB layer of 7.3 M keys already
-    /// in the page cache, as the CRC runs at over 10 GB/s; from a cold cache,
+    /// warms the page cache): 4–7 ms for a 78 MB layer already in the page
+    /// cache (the 7.3 M Debian paths took 78 MB when this was measured, 67
+    /// MB now), as the CRC runs at over 10 GB/s; from a cold cache,
     /// the time to read the file from disk. Against the fst crate, which
     /// trusts its bytes and may panic on damaged ones, that buys a clean
     /// error. Use [`open_unverified`](Self::open_unverified) (under 0.1 ms)

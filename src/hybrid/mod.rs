@@ -114,10 +114,10 @@
 //!
 //! A merge rewrites the base part by part, every part the sealed deltas
 //! touch (all of them, for writes on random keys): its cost is the frozen
-//! layer's build speed (about 1.7 M keys/s here, merging included: 4.4 s
-//! for 7.3 M keys on this project's shared 2-core machine), whatever the
-//! delta's size. The policy ([`HybridConfig`]) trades three things against each
-//! other:
+//! layer's build speed (1.1–1.9 M keys/s here, merging included: 3.8–6.8 s
+//! for 7.3 M keys on this project's shared 2-core machine, depending on the
+//! day), whatever the delta's size. The policy ([`HybridConfig`]) trades
+//! three things against each other:
 //!
 //! * **memory**: each delta entry costs about 47 bytes (a `FastArt` leaf and
 //!   path for a 63-byte path with a `u64`, and its filter bits; measured
@@ -178,8 +178,8 @@
 //! From 0.02 to 0.06 the foreground rates do not differ beyond what this
 //! machine moves between two runs of one setting (625–810 k lookups/s at
 //! 0.04 within a quarter of an hour). What differs is the merge thread's
-//! work. At 0.02 a merge of the whole base (2.5–2.7 s here) is due before
-//! the last one ends, so merges run back to back and take a core all the
+//! work. At 0.02 a merge of the whole base (2.5–2.7 s in these runs) is
+//! due before the last one ends, so merges run back to back and take a core all the
 //! time, about three times the CPU of 0.06. At 0.12 the delta grows large
 //! enough to slow the lookups (by 9%) and the writes (by 13%), and the
 //! peak passes 20 B/key. Early pairs of runs favoured 0.02 (lookups
@@ -2127,7 +2127,8 @@ where
     /// Inserts every entry, with the same result as calling
     /// [`insert`](HybridMap::insert) for each in turn.
     ///
-    /// Faster than that loop (1.3–1.4× over 7.3 M paths): entries are taken 256
+    /// Faster than that loop (over 7.3 M paths, 1.37–1.43× in one process,
+    /// 1.06–1.37× in the benchmark harness's builds): entries are taken 256
     /// at a time, and their lookups in the layers below the fresh delta (the
     /// base's fst walks, the costly part of a write) run side by side first,
     /// as in [`get_many`](HybridMap::get_many). Each entry is then written under
