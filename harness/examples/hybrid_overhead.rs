@@ -7,6 +7,7 @@
 //! cargo run --release -p memkv-bench --example hybrid_overhead                     # the embedded 100k sample
 //! cargo run --release -p memkv-bench --example hybrid_overhead -- --dataset data/debian-paths.txt
 //! cargo run --release -p memkv-bench --example hybrid_overhead -- --update-every 16  # with a delta
+//! cargo run --release -p memkv-bench --example hybrid_overhead -- --threads 2        # readers on two cores
 //! ```
 //!
 //! The frozen layer is built from the sorted keys. The hybrid map is built
@@ -15,7 +16,9 @@
 //! every K-th key again with its value plus one, into the fresh delta.
 //! Each round looks up the first `--lookups` keys in the dataset's line
 //! order (shuffled by its script), read from a copy laid out in that
-//! order, and checks every value.
+//! order, and checks every value. With `--threads T`, T threads look up at
+//! once, each all the keys from its own starting point, which shows what
+//! readers on several cores pay for the hybrid map's shared lock.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -57,6 +60,10 @@ struct Args {
     /// that lookups meet a delta; 0 leaves the delta empty.
     #[arg(long, default_value_t = 0)]
     update_every: usize,
+    /// Threads looking up at once, each every key of the round; times are
+    /// per lookup of all the threads together.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: u32,
 }
 
 fn main() {
@@ -107,22 +114,40 @@ fn main() {
     }
     let expected = |i: usize| entries[i].1 + u64::from(updated(i));
 
+    // One pass over the lookups by one thread: how many values were wrong.
+    let pass = |which: usize, offset: usize| {
+        let mut wrong = 0usize;
+        for step in 0..lookups {
+            let j = step + offset - if step + offset >= lookups { lookups } else { 0 };
+            let i = order[j];
+            let key = &bytes[ends[j]..ends[j + 1]];
+            let (value, want) = if which == 0 {
+                (frozen.get(key), entries[i].1)
+            } else {
+                (hybrid.get(key), expected(i))
+            };
+            wrong += usize::from(value != Some(want));
+        }
+        wrong
+    };
+    let threads = args.threads as usize;
     let mut ratios = Vec::new();
     for round in 0..args.rounds {
         let mut ns = [0.0; 2];
         for (which, time) in ns.iter_mut().enumerate() {
             let start = Instant::now();
-            let mut wrong = 0usize;
-            for (j, &i) in order.iter().enumerate() {
-                let key = &bytes[ends[j]..ends[j + 1]];
-                let (value, want) = if which == 0 {
-                    (frozen.get(key), entries[i].1)
-                } else {
-                    (hybrid.get(key), expected(i))
-                };
-                wrong += usize::from(value != Some(want));
-            }
-            *time = start.elapsed().as_nanos() as f64 / lookups as f64;
+            // Each thread starts at its own place in the keys, so that the
+            // threads do not walk the same paths at the same time.
+            let wrong: usize = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..threads)
+                    .map(|t| scope.spawn(move || pass(which, t * lookups / threads)))
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|w| w.join().expect("a lookup thread"))
+                    .sum()
+            });
+            *time = start.elapsed().as_nanos() as f64 / (lookups * threads) as f64;
             assert_eq!(black_box(wrong), 0, "wrong values looked up");
         }
         ratios.push(ns[1] / ns[0]);
