@@ -825,6 +825,7 @@ impl<V> RawArt<V> {
             art: self,
             stack: Vec::new(),
             drop_values: true,
+            finished: false,
         };
         teardown.run();
     }
@@ -835,6 +836,7 @@ impl<V> RawArt<V> {
             art: self,
             stack: Vec::new(),
             drop_values: false,
+            finished: false,
         };
         teardown.run();
     }
@@ -1017,6 +1019,8 @@ struct Teardown<'a, V> {
     art: &'a mut RawArt<V>,
     stack: Vec<u32>,
     drop_values: bool,
+    /// Whether `run` got to its end (a value's drop may panic on the way).
+    finished: bool,
 }
 
 impl<V> Teardown<'_, V> {
@@ -1060,13 +1064,16 @@ impl<V> Teardown<'_, V> {
         self.art.grown = 0;
         self.art.len_at_compact = 0;
         self.art.leaves_in_order = false;
+        self.finished = true;
     }
 }
 
 impl<V> Drop for Teardown<'_, V> {
     fn drop(&mut self) {
-        // Only non-empty after a panic in `run`: finish the walk.
-        if !self.stack.is_empty() {
+        // Only after a panic in a value's drop: finish the walk, if that was
+        // not its last leaf, and in any case reset the books, which `run`
+        // does after the walk.
+        if !self.finished {
             self.run();
         }
     }
