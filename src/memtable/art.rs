@@ -359,7 +359,9 @@ impl Memtable for ArtMemtable {
 /// copied. It walks the tree 16 entries ahead of its copies, as
 /// [`FrozenArtCursor`] does, so that the misses on their versions overlap
 /// (a full scan of 600 k random-order entries about twice as fast, most
-/// of it the copies made under the lock). Entries inserted meanwhile with sequence numbers at most the
+/// of it the copies made under the lock), and stops reading ahead while
+/// the versions it meets lie in key order, as after a sequential load.
+/// Entries inserted meanwhile with sequence numbers at most the
 /// cursor's snapshot may or may not be seen (engines publish a sequence
 /// number only after its insert, so a snapshot's entries are all in place
 /// before the cursor starts).
@@ -388,19 +390,38 @@ impl ArtCursor<'_> {
                 self.end.as_ref().map(Vec::as_slice),
             ));
             let (mut copied, mut visited) = (0, 0);
+            // Copies one entry's versions; true when the batch is full.
+            // Bounded by keys visited too, so that an old snapshot, which
+            // sees few entries, doesn't hold the lock over a long walk.
+            let mut full = |buf: &mut EntryBuf, key: &[u8], head: Ref| {
+                copied += push_versions(buf, &t.arena, key, head, self.snapshot);
+                visited += 1;
+                copied >= BATCH_ENTRIES || visited >= 4 * BATCH_ENTRIES
+            };
             let mut last_key = None;
-            'batch: while self.ahead.fill(&mut it, &t.arena) {
-                for i in 0..self.ahead.len() {
-                    let (key, head) = self.ahead.get(i);
-                    copied += push_versions(&mut self.buf, &t.arena, key, head, self.snapshot);
-                    visited += 1;
-                    // Bounded by keys visited too, so that an old snapshot,
-                    // which sees few entries, doesn't hold the lock over a
-                    // long walk. The entries read ahead past the cut are
-                    // read again by the next batch.
-                    if copied >= BATCH_ENTRIES || visited >= 4 * BATCH_ENTRIES {
+            if self.ahead.in_order {
+                // Versions in key order stream without help, and reading
+                // ahead would only copy each key once more; until they
+                // stop being in order (then from the next batch on).
+                let mut previous = 0;
+                while let Some((key, &head)) = it.next_entry() {
+                    self.ahead.in_order &= head >= previous;
+                    previous = head;
+                    if full(&mut self.buf, key, head) {
                         last_key = Some(key.to_vec());
-                        break 'batch;
+                        break;
+                    }
+                }
+            } else {
+                'batch: while self.ahead.fill(&mut it, &t.arena) {
+                    for i in 0..self.ahead.len() {
+                        let (key, head) = self.ahead.get(i);
+                        // The entries read ahead past a cut are read again
+                        // by the next batch.
+                        if full(&mut self.buf, key, head) {
+                            last_key = Some(key.to_vec());
+                            break 'batch;
+                        }
                     }
                 }
             }
@@ -514,6 +535,9 @@ struct ReadAhead {
     /// its newest version.
     keys: Vec<u8>,
     batch: Vec<(usize, Ref)>,
+    /// Whether the versions of the last batch lay in key order (as after
+    /// a sequential load).
+    in_order: bool,
 }
 
 impl ReadAhead {
@@ -537,7 +561,12 @@ impl ReadAhead {
         for &(_, head) in &self.batch {
             crate::art::raw::prefetch(arena.from(head).as_ptr());
         }
-        if self.batch.is_sorted_by_key(|&(_, head)| head) {
+        let sorted = self.batch.is_sorted_by_key(|&(_, head)| head);
+        if self.batch.len() > 1 {
+            // (One entry, or none at the range's end, tells nothing.)
+            self.in_order = sorted;
+        }
+        if sorted {
             return !self.batch.is_empty();
         }
         for &(_, head) in &self.batch {
@@ -639,42 +668,58 @@ mod tests {
 
     /// With three versions per key, a batch fills up in the middle of the
     /// entries it read ahead: the next one must resume right after the key
-    /// it stopped at, neither skipping nor repeating the rest.
+    /// it stopped at, neither skipping nor repeating the rest. Keys inserted
+    /// in order leave their versions in key order, which the cursor then
+    /// walks without reading ahead; shuffled, every batch reads ahead; half
+    /// and half, the cursor must go back to reading ahead.
     #[test]
     fn a_batch_cut_inside_its_read_ahead_resumes_after_its_last_key() {
-        let mem = ArtMemtable::default();
-        let keys = 1000u64;
-        let mut expected = Vec::new();
-        for i in 0..keys {
-            let key = format!("{i:06}");
-            for version in 0..3 {
-                let seqno = 1 + i * 3 + version;
-                mem.insert(
-                    key.as_bytes(),
-                    seqno,
-                    ValueKind::Value,
-                    &seqno.to_le_bytes(),
-                );
-            }
-            // Newest first.
-            expected.extend(
-                (0..3)
-                    .rev()
-                    .map(|version| (key.clone().into_bytes(), 1 + i * 3 + version)),
-            );
-        }
         assert_ne!(
             BATCH_ENTRIES.div_ceil(3) % READ_AHEAD,
             0,
             "the cut falls inside"
         );
-        let mut cursor = mem.iter(crate::memtable::MAX_SEQNO);
-        let mut seen = Vec::new();
-        while let Some(e) = cursor.next_entry() {
-            assert_eq!(e.value, e.seqno.to_le_bytes());
-            seen.push((e.user_key.to_vec(), e.seqno));
+        for shuffled_from in [1000, 0, 500] {
+            let mem = ArtMemtable::default();
+            let keys = 1000u64;
+            let mut expected = Vec::new();
+            for n in 0..keys {
+                // 7919 is prime to 500 and 1000: a permutation of the keys.
+                let i = if n < shuffled_from {
+                    n
+                } else {
+                    shuffled_from + (n - shuffled_from) * 7919 % (keys - shuffled_from)
+                };
+                let key = format!("{i:06}");
+                for version in 0..3 {
+                    let seqno = 1 + i * 3 + version;
+                    mem.insert(
+                        key.as_bytes(),
+                        seqno,
+                        ValueKind::Value,
+                        &seqno.to_le_bytes(),
+                    );
+                }
+                // Newest first.
+                let versions = (0..3)
+                    .rev()
+                    .map(|version| (key.clone().into_bytes(), 1 + i * 3 + version));
+                expected.extend(versions);
+            }
+            expected.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            let mut cursor = mem.iter(crate::memtable::MAX_SEQNO);
+            let mut seen = Vec::new();
+            while let Some(e) = cursor.next_entry() {
+                assert_eq!(e.value, e.seqno.to_le_bytes());
+                seen.push((e.user_key.to_vec(), e.seqno));
+            }
+            assert_eq!(seen, expected, "shuffled from {shuffled_from}");
+            assert_eq!(
+                cursor.ahead.in_order,
+                shuffled_from == keys,
+                "shuffled from {shuffled_from}"
+            );
         }
-        assert_eq!(seen, expected);
     }
 
     #[test]
