@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, mpsc};
 
 use std::ops::RangeBounds;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use memkv::memtable::{
@@ -362,13 +363,16 @@ fn debug_shows_the_options_and_the_progress() {
     assert!(shown.contains("last_seqno: 1"), "{shown}");
 }
 
-/// What a [`Hooked`] memtable's flush does before it reads the memtable.
+/// What a [`Hooked`] memtable does out of the ordinary.
 const SLOW: u8 = 0;
 const PANICS: u8 = 1;
+const INSERT_PANICS: u8 = 2;
+const FREEZE_PANICS: u8 = 3;
 
 /// An `ArtMemtable` whose frozen form is slow to flush (`SLOW`: 50 ms per
 /// memtable) or panics when flushed (`PANICS`), so that the tests decide
-/// how far the flusher lags.
+/// how far the flusher lags; or whose `insert` panics on the value `boom`
+/// (`INSERT_PANICS`), or whose `freeze` panics (`FREEZE_PANICS`).
 #[derive(Default)]
 struct Hooked<const FLUSH: u8>(ArtMemtable);
 
@@ -398,14 +402,26 @@ impl<const FLUSH: u8> Memtable for Hooked<FLUSH> {
     type Frozen = HookedFrozen<FLUSH>;
 
     fn insert(&self, key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
+        assert!(
+            FLUSH != INSERT_PANICS || value != b"boom",
+            "the insert panics"
+        );
         self.0.insert(key, seqno, kind, value);
     }
 
     fn insert_batch(&self, entries: &[EntryRef<'_>]) {
-        self.0.insert_batch(entries);
+        if FLUSH == INSERT_PANICS {
+            // One at a time, so that the entries before `boom` are in.
+            for e in entries {
+                self.insert(e.user_key, e.seqno, e.kind, e.value);
+            }
+        } else {
+            self.0.insert_batch(entries);
+        }
     }
 
     fn freeze(self) -> HookedFrozen<FLUSH> {
+        assert!(FLUSH != FREEZE_PANICS, "the freeze panics");
         HookedFrozen(self.0.freeze())
     }
 }
@@ -421,7 +437,8 @@ impl<const FLUSH: u8> MemtableRead for HookedFrozen<FLUSH> {
     fn range<'a>(&'a self, range: impl RangeBounds<[u8]>, snapshot: u64) -> Self::Cursor<'a> {
         match FLUSH {
             SLOW => std::thread::sleep(Duration::from_millis(50)),
-            _ => panic!("the memtable's flush panics"),
+            PANICS => panic!("the memtable's flush panics"),
+            _ => {}
         }
         self.0.range(range, snapshot)
     }
@@ -560,4 +577,106 @@ fn a_panicking_flush_fails_later_writes() {
     }
     assert!(db.flush().is_err());
     assert!(db.close().is_err());
+}
+
+/// A memtable whose flush fails keeps the newer memtables behind it from
+/// becoming runs: a read asks the immutable memtables before the runs, so a
+/// newer version written out as a run would be hidden by the older one
+/// still held in memory.
+#[test]
+fn after_a_failed_flush_no_newer_memtable_becomes_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = WritePathOptions::new(dir.path());
+    options.write_buffer_size = 1; // every write freezes its memtable
+    options.max_write_buffer_number = 4; // three may wait for the flusher
+    let db = WritePath::<Hooked<SLOW>>::open(options).unwrap();
+    // The second run's name is taken: its flush fails.
+    std::fs::write(dir.path().join("run-000001.sst"), b"in the way").unwrap();
+    db.put(b"w", b"first").unwrap(); // run 0, 50 ms to flush
+    db.put(b"k", b"old").unwrap(); // run 1: fails
+    db.put(b"k", b"new").unwrap(); // run 2: must not be written
+    let err = db.flush().unwrap_err();
+    assert!(err.to_string().contains("run-000001.sst"), "{err}");
+    // Long enough for the flusher to have written the third memtable, had
+    // it gone on.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(db.get(b"k").unwrap(), Some(b"new".to_vec()));
+    assert_eq!(db.get(b"w").unwrap(), Some(b"first".to_vec()));
+    assert_eq!(
+        db.run_paths().len(),
+        1,
+        "only the memtable before the failure"
+    );
+    assert_eq!(db.stats().immutables, 2, "the two still in memory");
+    assert!(db.close().is_err());
+}
+
+/// A key or value that no run file can hold is refused before anything is
+/// written, and the write path goes on.
+#[test]
+fn a_write_too_long_for_a_run_is_refused_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open::<ArtMemtable>(dir.path(), 1 << 20);
+    db.put(b"a", b"before").unwrap();
+    // Zeroed pages: allocated lazily, so the test stays cheap.
+    let huge = vec![0u8; u32::MAX as usize];
+    let err = db
+        .write_batch(&[(b"a", Some(b"in the batch")), (b"b", Some(&huge))])
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+    assert_eq!(
+        db.put(&huge, b"v").unwrap_err().kind(),
+        std::io::ErrorKind::InvalidInput
+    );
+    drop(huge);
+    assert_eq!(db.stats().last_seqno, 1, "no sequence number taken");
+    db.put(b"z", b"after").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"before".to_vec()));
+    db.flush().unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"before".to_vec()));
+    assert_eq!(db.get(b"z").unwrap(), Some(b"after".to_vec()));
+}
+
+/// A memtable that panics part-way through a batch leaves some of its
+/// entries in: the write path fails, so that no later write publishes
+/// them.
+#[test]
+fn a_batch_whose_insert_panics_is_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open::<Hooked<INSERT_PANICS>>(dir.path(), 1 << 20);
+    db.put(b"a", b"before").unwrap();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        db.write_batch(&[(b"a", Some(b"in the batch")), (b"b", Some(b"boom"))])
+    }));
+    assert!(result.is_err(), "the memtable's panic comes through");
+    let err = db.put(b"z", b"after").unwrap_err();
+    assert!(err.to_string().contains("a write panicked"), "{err}");
+    assert_eq!(db.get(b"a").unwrap(), Some(b"before".to_vec()));
+    assert_eq!(db.get(b"z").unwrap(), None);
+    assert!(db.flush().is_err());
+    assert_eq!(db.get(b"a").unwrap(), Some(b"before".to_vec()));
+}
+
+/// A memtable whose `freeze` panics takes its entries with it; the write
+/// path then fails, and nothing waits for a flush that cannot come.
+#[test]
+fn a_panicking_freeze_fails_the_write_path_without_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open::<Hooked<FREEZE_PANICS>>(dir.path(), 1 << 20);
+    db.put(b"k", b"v").unwrap();
+    // On a thread, so that a flush that waits forever fails the test.
+    let (done, result) = mpsc::channel();
+    std::thread::spawn(move || {
+        let first = catch_unwind(AssertUnwindSafe(|| db.flush())).is_err();
+        let second = db.flush().map_err(|e| e.to_string());
+        let put = db.put(b"k2", b"v").map_err(|e| e.to_string());
+        let _ = done.send((first, second, put, db.stats().immutables));
+    });
+    let (first, second, put, immutables) = result
+        .recv_timeout(Duration::from_secs(60))
+        .expect("flush returns after a freeze panicked");
+    assert!(first, "the freeze's panic comes through");
+    assert!(second.unwrap_err().contains("freezing a memtable panicked"));
+    assert!(put.unwrap_err().contains("freezing a memtable panicked"));
+    assert_eq!(immutables, 0);
 }

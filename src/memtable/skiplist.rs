@@ -235,6 +235,8 @@ impl Memtable for SkipListMemtable {
 
     fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
         check_seqno(seqno);
+        // As the other memtables do (see `Memtable::insert`).
+        assert!(u32::try_from(value.len()).is_ok(), "values are under 4 GiB");
         let mut buf = Vec::with_capacity(user_key.len() + key::OVERHEAD + value.len());
         key::push_internal(&mut buf, user_key, seqno);
         let key_len = u32::try_from(buf.len()).expect("keys are under 4 GiB");

@@ -274,7 +274,14 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// Writes `value` under `key`.
     ///
     /// # Errors
-    /// If an earlier flush failed (the write is then not done).
+    /// If an earlier flush failed, or a write or a memtable's freeze
+    /// panicked (the write is then not done); [`io::ErrorKind::InvalidInput`]
+    /// if the key or value is 4 GiB − 1 bytes or longer, which a run file
+    /// cannot hold (nothing is then written, and the write path goes on).
+    ///
+    /// # Panics
+    /// If the memtable's `insert` panics; the write path then fails, and
+    /// none of the write is ever read.
     ///
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
@@ -311,6 +318,7 @@ impl<M: Memtable + 'static> WritePath<M> {
     }
 
     fn write(&self, key: &[u8], kind: ValueKind, value: &[u8]) -> io::Result<()> {
+        check_fits(key, value)?;
         self.write_entries(1, |active, seqno| active.insert(key, seqno, kind, value))
     }
 
@@ -335,6 +343,9 @@ impl<M: Memtable + 'static> WritePath<M> {
     pub fn write_batch(&self, batch: &[(&[u8], Option<&[u8]>)]) -> io::Result<()> {
         if batch.is_empty() {
             return Ok(());
+        }
+        for &(key, value) in batch {
+            check_fits(key, value.unwrap_or_default())?;
         }
         self.write_entries(batch.len() as u64, |active, first| {
             let entries: Vec<EntryRef<'_>> = (batch.iter().zip(first..))
@@ -363,7 +374,18 @@ impl<M: Memtable + 'static> WritePath<M> {
         assert!(end <= MAX_SEQNO, "sequence numbers exhausted");
         let full = {
             let state = self.state_read();
-            insert(&state.active, first);
+            // A memtable that panics part-way through a batch has some of
+            // its entries in, numbered above `visible`: the next write
+            // would publish them. So the write path fails instead, and
+            // none is ever published.
+            if let Err(payload) =
+                panic::catch_unwind(AssertUnwindSafe(|| insert(&state.active, first)))
+            {
+                drop(state);
+                let message = crate::error::panic_message(payload.as_ref());
+                self.fail(&io::Error::other(format!("a write panicked: {message}")));
+                panic::resume_unwind(payload);
+            }
             state.active.approximate_memory_usage() >= self.options.write_buffer_size
         };
         *last = end;
@@ -594,7 +616,27 @@ impl<M: Memtable + 'static> WritePath<M> {
                 .write()
                 .unwrap_or_else(PoisonError::into_inner);
             let old = std::mem::take(&mut state.active);
-            let frozen = Arc::new(old.freeze());
+            // `freeze` consumes the memtable: if it panics, the entries are
+            // gone. The write path then fails (writes, `flush` and `close`
+            // report it) instead of waiting for a flush that will not come.
+            let frozen = match panic::catch_unwind(AssertUnwindSafe(|| old.freeze())) {
+                Ok(frozen) => Arc::new(frozen),
+                Err(payload) => {
+                    drop(state);
+                    let mut p = self.shared.progress();
+                    p.immutables -= 1;
+                    if p.error.is_none() {
+                        let message = crate::error::panic_message(payload.as_ref());
+                        p.error = Some((
+                            io::ErrorKind::Other,
+                            format!("freezing a memtable panicked: {message}"),
+                        ));
+                    }
+                    drop(p);
+                    self.shared.flushed.notify_all();
+                    panic::resume_unwind(payload);
+                }
+            };
             state.immutables.push(Arc::clone(&frozen));
             frozen
         };
@@ -624,6 +666,14 @@ fn error_of(p: &Progress) -> io::Result<()> {
 /// swaps the run in for the memtable.
 fn flush_loop<M: Memtable>(shared: &Shared<M>, receiver: &Receiver<Arc<M::Frozen>>, dir: &Path) {
     for (n, frozen) in receiver.iter().enumerate() {
+        // After a failure, a newer memtable written as a run would leave
+        // the immutable memtables it is newer than, and a read, which asks
+        // those before the runs, would find their older versions first.
+        // So from then on every memtable stays immutable, still read in
+        // order, and counted as not flushed.
+        if shared.progress().error.is_some() {
+            continue;
+        }
         let path = dir.join(format!("run-{n:06}.sst"));
         // A panic (in a memtable's cursor, say) must not end this thread:
         // writers would then wait forever for the memtable it held. It
@@ -647,15 +697,16 @@ fn flush_loop<M: Memtable>(shared: &Shared<M>, receiver: &Receiver<Arc<M::Frozen
                 }
                 p.stats.flushes += 1;
                 p.stats.flushed_bytes += bytes;
+                p.immutables -= 1;
             }
-            // The memtable stays readable; writes fail from now on.
+            // The memtable stays readable (and counted as immutable);
+            // writes fail from now on.
             Err(e) => {
                 if p.error.is_none() {
                     p.error = Some((e.kind(), format!("{}: {e}", path.display())));
                 }
             }
         }
-        p.immutables -= 1;
         drop(p);
         shared.flushed.notify_all();
     }
@@ -764,6 +815,17 @@ fn read_u32(rest: &mut &[u8]) -> Option<u32> {
     let (head, tail) = rest.split_first_chunk::<4>()?;
     *rest = tail;
     Some(u32::from_le_bytes(*head))
+}
+
+/// Refuses a key or value that a run file cannot hold (lengths are `u32`s,
+/// and `u32::MAX` marks a tombstone), before any of a write is done.
+fn check_fits(key: &[u8], value: &[u8]) -> io::Result<()> {
+    let fits = |len: usize| u32::try_from(len).is_ok_and(|len| len != TOMBSTONE_LEN);
+    if fits(key.len()) && fits(value.len()) {
+        Ok(())
+    } else {
+        Err(too_long())
+    }
 }
 
 fn too_long() -> io::Error {
