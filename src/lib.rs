@@ -96,7 +96,9 @@
 //! # Errors and limits
 //!
 //! Bad input gets an [`Error`], never a panic: unsorted keys to a builder, a
-//! truncated or corrupt file, a missing file. Each type documents its limits
+//! truncated or corrupt file, a missing file. (Corrupt: damaged bytes, which
+//! a file's checksum catches. A file whose checksum was recomputed over
+//! inconsistent contents is trusted; see [`FrozenLayer::from_bytes`].) Each type documents its limits
 //! where users meet them (for `FastArt`, 16 GiB of nodes and 16 GiB of
 //! leaves per map).
 //!

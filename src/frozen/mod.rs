@@ -269,6 +269,13 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// bytes give an error, never a panic. The checksum catches accidents,
     /// not a deliberately forged file with a recomputed checksum.
     ///
+    /// Bytes whose checksums are valid are trusted beyond those checks: the
+    /// fst's nodes are not walked. Inconsistent contents under a valid
+    /// checksum (a forged file, or one from a buggy writer) can make queries
+    /// panic, return wrong answers, or iterate far more keys than
+    /// [`len`](Self::len) says; never undefined behaviour (the readers have
+    /// no `unsafe` code). Load only files memkv wrote, or you trust.
+    ///
     /// The bytes stay on the heap, in this `Vec`, and queries read them in
     /// place.
     ///
@@ -300,8 +307,10 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// MB now), as the CRC runs at over 10 GB/s; from a cold cache,
     /// the time to read the file from disk. Against the fst crate, which
     /// trusts its bytes and may panic on damaged ones, that buys a clean
-    /// error. Use [`open_unverified`](Self::open_unverified) (under 0.1 ms)
-    /// to skip it for files you trust.
+    /// error for a damaged file; a file whose checksums are valid is
+    /// trusted, as [`from_bytes`](Self::from_bytes) says. Use
+    /// [`open_unverified`](Self::open_unverified) (under 0.1 ms) to skip
+    /// the check for files you trust.
     ///
     /// The file must not be modified in place while it is open: the mapping
     /// would show the changes (or fault, if the file shrinks). Replacing it
