@@ -755,10 +755,7 @@ impl Run {
             offset += 4 + u64::from(key_len);
             match e.kind {
                 ValueKind::Value => {
-                    let len = u32::try_from(e.value.len())
-                        .ok()
-                        .filter(|&l| l != TOMBSTONE_LEN)
-                        .ok_or_else(too_long)?;
+                    let len = len_in_run(e.value.len()).ok_or_else(too_long)?;
                     out.write_all(&len.to_le_bytes())?;
                     out.write_all(e.value)?;
                     offset += 4 + u64::from(len);
@@ -817,11 +814,17 @@ fn read_u32(rest: &mut &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes(*head))
 }
 
-/// Refuses a key or value that a run file cannot hold (lengths are `u32`s,
-/// and `u32::MAX` marks a tombstone), before any of a write is done.
+/// A length as a run file stores it, if it can: a `u32` other than the
+/// tombstone's mark.
+fn len_in_run(len: usize) -> Option<u32> {
+    u32::try_from(len).ok().filter(|&len| len != TOMBSTONE_LEN)
+}
+
+/// Refuses a key or value that a run file cannot hold, before any of a
+/// write is done. Keys get the values' limit too: one limit for both, and
+/// no memtable takes a key that long anyway.
 fn check_fits(key: &[u8], value: &[u8]) -> io::Result<()> {
-    let fits = |len: usize| u32::try_from(len).is_ok_and(|len| len != TOMBSTONE_LEN);
-    if fits(key.len()) && fits(value.len()) {
+    if len_in_run(key.len()).is_some() && len_in_run(value.len()).is_some() {
         Ok(())
     } else {
         Err(too_long())
