@@ -273,10 +273,19 @@ impl Storage {
 
     /// Maps the file at `path` read-only.
     pub(crate) fn map_file(path: &Path) -> Result<Storage> {
+        let opening = || format!("opening frozen layer {}", path.display());
         let file = File::open(path).map_err(|source| Error::Io {
-            context: format!("opening frozen layer {}", path.display()),
+            context: opening(),
             source,
         })?;
+        // Mapping a directory fails with "No such device", which names
+        // the wrong problem.
+        if file.metadata().is_ok_and(|meta| meta.is_dir()) {
+            return Err(Error::Io {
+                context: opening(),
+                source: io::Error::new(io::ErrorKind::IsADirectory, "it is a directory"),
+            });
+        }
         // SAFETY: `Mmap::map` is unsafe because the mapped bytes can change
         // (or, if the file shrinks, fault with SIGBUS) when another process
         // modifies the file while it is mapped; Rust's `&[u8]` assumes they
@@ -354,10 +363,20 @@ pub(crate) fn save_atomically_with(
 /// Numbers this process's temporary files apart.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// The name of temporary file `number` for `file_name`.
+/// The longest target name a temporary file's name repeats: with the dot,
+/// the pid and the number it stays under the usual 255-byte limit.
+const TEMP_NAME_MAX: usize = 200;
+
+/// The name of temporary file `number` for `file_name`: after the target,
+/// so that a leftover one says what it was for, unless that name is too
+/// long to repeat.
 fn temp_name(file_name: &std::ffi::OsStr, number: u64) -> std::ffi::OsString {
     let mut name = std::ffi::OsString::from(".");
-    name.push(file_name);
+    if file_name.len() <= TEMP_NAME_MAX {
+        name.push(file_name);
+    } else {
+        name.push("memkv");
+    }
     name.push(format!(".{}.{number}.tmp", std::process::id()));
     name
 }
@@ -522,6 +541,34 @@ mod tests {
         let seen = seen.unwrap();
         assert_eq!(seen.parent(), Some(Path::new(".")));
         assert!(!seen.exists());
+    }
+
+    #[test]
+    fn a_long_file_name_is_not_repeated_in_the_temporary_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "n".repeat(250);
+        assert!(temp_name(long.as_ref(), u64::MAX).len() <= 255);
+        assert_eq!(
+            temp_name("layer.memkv".as_ref(), 7).to_str().unwrap(),
+            format!(".layer.memkv.{}.7.tmp", std::process::id())
+        );
+        let path = dir.path().join(&long);
+        save_atomically(&path, b"saved").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"saved");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn mapping_a_directory_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let Err(Error::Io { context, source }) = Storage::map_file(dir.path()) else {
+            panic!("a directory mapped");
+        };
+        assert!(
+            context.contains(&dir.path().display().to_string()),
+            "{context}"
+        );
+        assert_eq!(source.kind(), io::ErrorKind::IsADirectory, "{source}");
     }
 
     #[test]

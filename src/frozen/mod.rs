@@ -840,11 +840,21 @@ pub(crate) fn save_built<V: FrozenValue>(
     path: &Path,
     fill: impl FnOnce(&mut FrozenLayerBuilder<V, BufWriter<&mut File>>) -> Result<()>,
 ) -> Result<()> {
-    format::save_atomically_with(path, |file, _| {
-        let mut builder = FrozenLayerBuilder::new(BufWriter::new(file))?;
-        fill(&mut builder)?;
-        // `finish` flushes the buffer and reports its errors.
-        builder.finish().map(drop)
+    format::save_atomically_with(path, |file, temp_path| {
+        let build = || {
+            let mut builder = FrozenLayerBuilder::new(BufWriter::new(file))?;
+            fill(&mut builder)?;
+            // `finish` flushes the buffer and reports its errors.
+            builder.finish().map(drop)
+        };
+        // The builder's I/O errors name no file: name the one written.
+        build().map_err(|err| match err {
+            Error::Io { context, source } => Error::Io {
+                context: format!("{context} to temporary file {}", temp_path.display()),
+                source,
+            },
+            other => other,
+        })
     })
 }
 
@@ -926,6 +936,31 @@ impl<'a, V: FrozenValue> IntoIterator for &'a FrozenLayer<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A builder's I/O error names no file; a save names the one it wrote.
+    #[test]
+    fn a_failed_save_names_the_file_it_was_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("layer.memkv");
+        let err = save_built::<u64>(&path, |_| {
+            Err(Error::Io {
+                context: "writing a frozen layer".to_owned(),
+                source: std::io::Error::new(std::io::ErrorKind::StorageFull, "no space"),
+            })
+        })
+        .unwrap_err();
+        let Error::Io { context, source } = err else {
+            panic!("an I/O error")
+        };
+        assert!(
+            context.starts_with("writing a frozen layer to temporary file "),
+            "{context}"
+        );
+        assert!(context.contains(".layer.memkv."), "{context}");
+        assert_eq!(source.kind(), std::io::ErrorKind::StorageFull);
+        assert!(!path.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 
     #[test]
     fn empty_layer_answers_everything() {
