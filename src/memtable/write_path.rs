@@ -623,17 +623,11 @@ impl<M: Memtable + 'static> WritePath<M> {
                 Ok(frozen) => Arc::new(frozen),
                 Err(payload) => {
                     drop(state);
-                    let mut p = self.shared.progress();
-                    p.immutables -= 1;
-                    if p.error.is_none() {
-                        let message = crate::error::panic_message(payload.as_ref());
-                        p.error = Some((
-                            io::ErrorKind::Other,
-                            format!("freezing a memtable panicked: {message}"),
-                        ));
-                    }
-                    drop(p);
-                    self.shared.flushed.notify_all();
+                    self.shared.progress().immutables -= 1;
+                    let message = crate::error::panic_message(payload.as_ref());
+                    self.fail(&io::Error::other(format!(
+                        "freezing a memtable panicked: {message}"
+                    )));
                     panic::resume_unwind(payload);
                 }
             };
