@@ -98,7 +98,8 @@
 //! Bad input gets an [`Error`], never a panic: unsorted keys to a builder, a
 //! truncated or corrupt file, a missing file. (Corrupt: damaged bytes, which
 //! a file's checksum catches. A file whose checksum was recomputed over
-//! inconsistent contents is trusted; see [`FrozenLayer::from_bytes`].) Each type documents its limits
+//! inconsistent contents passes that check; [`FrozenLayer::verify_structure`]
+//! refuses it, at the cost of a walk over the layer.) Each type documents its limits
 //! where users meet them (for `FastArt`, 16 GiB of nodes and 16 GiB of
 //! leaves per map).
 //!

@@ -70,6 +70,7 @@ fn debian_paths_sample() {
     let file = dir.path().join("debian.memkv");
     layer.save(&file).unwrap();
     let mapped = FrozenLayer::<u64>::open(&file).unwrap();
+    mapped.verify_structure().unwrap();
     assert_eq!(
         (mapped.memory_usage(), mapped.mapped_bytes()),
         (0, layer_bytes)

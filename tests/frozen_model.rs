@@ -158,6 +158,8 @@ fn as_slice_bound(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 
 /// Every query of `layer` against `model`.
 fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u8>]) {
+    // Every layer built is one the structural check passes.
+    layer.verify_structure().unwrap();
     assert_eq!(layer.len(), model.len());
     assert_eq!(layer.is_empty(), model.is_empty());
 
@@ -372,6 +374,7 @@ mod byte_values {
             let layer = FrozenLayer::<Vec<u8>>::from_sorted_iter(model.clone()).unwrap();
             let copy = FrozenLayer::<Vec<u8>>::from_bytes(layer.as_bytes().to_vec()).unwrap();
             for layer in [&layer, &copy] {
+                layer.verify_structure().unwrap();
                 let entries: Vec<(Vec<u8>, Vec<u8>)> = layer.iter().collect();
                 let expected: Vec<(Vec<u8>, Vec<u8>)> = model.clone().into_iter().collect();
                 assert_eq!(entries, expected);

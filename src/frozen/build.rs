@@ -111,7 +111,7 @@ impl<V: FrozenValue> FrozenLayerBuilder<V, Vec<u8>> {
         // (jemalloc shrinks a large allocation in place, without a copy.)
         bytes.shrink_to_fit();
         // We just wrote and checksummed these bytes: no need to re-read them.
-        FrozenLayer::from_storage(Storage::Heap(bytes), Check::Structure)
+        FrozenLayer::from_storage(Storage::Heap(bytes), Check::Lengths)
     }
 }
 

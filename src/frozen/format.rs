@@ -151,7 +151,7 @@ pub(crate) struct Layout {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Check {
     /// Header, trailer and section lengths only: O(1).
-    Structure,
+    Lengths,
     /// Also the checksum over every byte (and, by the caller, the column's
     /// contents): O(file size).
     Full,
@@ -482,7 +482,7 @@ mod tests {
         let mut unversioned = bytes.clone();
         unversioned[8] = 0;
         assert!(matches!(
-            parse(&unversioned, "u64", Check::Structure),
+            parse(&unversioned, "u64", Check::Lengths),
             Err(Error::UnsupportedVersion { found: 0, .. })
         ));
         let mut flipped = bytes.clone();
@@ -492,12 +492,12 @@ mod tests {
             Err(Error::ChecksumMismatch { .. })
         ));
         // Without the checksum the flip in the body goes unnoticed.
-        assert!(parse(&flipped, "u64", Check::Structure).is_ok());
+        assert!(parse(&flipped, "u64", Check::Lengths).is_ok());
         let mut lengths = bytes.clone();
         let at = lengths.len() - 24;
         lengths[at] = 5;
         assert!(matches!(
-            parse(&lengths, "u64", Check::Structure),
+            parse(&lengths, "u64", Check::Lengths),
             Err(Error::Corrupt { .. })
         ));
     }

@@ -4,6 +4,8 @@
 //!
 //! Every read is a checked slice index: a malformed fst (which the layer's
 //! checksum keeps out) can make these panic, never read out of bounds.
+//! [`NodeView::checked`] decodes a node only after checking it, for the
+//! structural check of a whole fst (`verify`).
 
 use std::sync::OnceLock;
 
@@ -11,6 +13,10 @@ use std::sync::OnceLock;
 pub(super) const EMPTY_ADDRESS: u64 = 0;
 /// More transitions than this get a 256-byte index (fst format version ≥ 2).
 pub(super) const TRANS_INDEX_THRESHOLD: usize = 32;
+/// An fst's bytes before its first node: format version and type.
+pub(super) const FST_HEADER_LEN: usize = 16;
+/// An fst's bytes after its last node: key count, root address, checksum.
+pub(super) const FST_FOOTER_LEN: usize = 20;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Transition {
@@ -85,6 +91,22 @@ pub(super) fn eight_bytes_to(data: &[u8], addr: u64) -> Option<u64> {
     Some(u64::from_le_bytes(bytes.try_into().expect("eight bytes")))
 }
 
+/// How many one-byte nodes (a state byte of `11` and a common code: one
+/// transition, no output, to the node just below) the eight bytes `x`
+/// that end at a node's address (as [`eight_bytes_to`] reads them) start
+/// with, from the top down.
+#[inline(always)]
+pub(super) fn one_byte_nodes(x: u64) -> usize {
+    const LANES: u64 = 0x0101_0101_0101_0101;
+    // Bit 0 of each byte lane: the top two bits are 11 and the code (the
+    // low six) is not 0; code + 63 reaches bit 6 only then, and stays
+    // inside its lane.
+    let code_set = ((x & (0x3F * LANES)) + 0x3F * LANES) >> 6;
+    let one_byte = (x >> 7) & (x >> 6) & code_set & LANES;
+    // The byte at the address is lane 7: count from the top down.
+    ((!one_byte & LANES).leading_zeros() / 8) as usize
+}
+
 /// Follows the chain of one-transition nodes from `addr` (none if `addr`
 /// branches or is final), appending each input to `key` and adding each
 /// output to `output`; returns the address of the node the chain ends at.
@@ -102,15 +124,8 @@ pub(super) fn follow_chain(
     key: &mut Vec<u8>,
     output: &mut u64,
 ) -> u64 {
-    const LANES: u64 = 0x0101_0101_0101_0101;
     while let Some(x) = eight_bytes_to(data, addr) {
-        // Bit 0 of each byte lane: the top two bits are 11 and the code
-        // (the low six) is not 0; code + 63 reaches bit 6 only then, and
-        // stays inside its lane.
-        let code_set = ((x & (0x3F * LANES)) + 0x3F * LANES) >> 6;
-        let one_byte = (x >> 7) & (x >> 6) & code_set & LANES;
-        // The byte at `addr` is lane 7: count from the top down.
-        let run = ((!one_byte & LANES).leading_zeros() / 8) as usize;
+        let run = one_byte_nodes(x);
         for i in 0..run {
             let code = (x >> (8 * (7 - i))) as u8 & 0x3F;
             key.push(codes.input[usize::from(code - 1)]);
@@ -198,6 +213,98 @@ impl NodeView {
         node
     }
 
+    /// The node at `addr`, decoded only after checking that [`new`](Self::new)
+    /// and the fst crate's reader decode it alike, within bounds and without
+    /// a panic: its bytes lie between the fst's header and footer, its
+    /// packed sizes are ones the fst crate reads, its inputs increase, its index
+    /// (if any) agrees with them, every transition leads to the empty node
+    /// or to a node that ends below this one's first byte (so no walk goes
+    /// round in circles). `Err` says what is wrong.
+    pub(super) fn checked(data: &[u8], addr: u64, codes: &CommonCodes) -> Result<NodeView, String> {
+        if addr == EMPTY_ADDRESS {
+            return Ok(Self::branching(data, addr));
+        }
+        let nodes = FST_HEADER_LEN..data.len().saturating_sub(FST_FOOTER_LEN);
+        let fail = |what: &str| format!("node {addr}: {what}");
+        let at = usize::try_from(addr)
+            .ok()
+            .filter(|at| nodes.contains(at))
+            .ok_or_else(|| fail(&format!("outside the fst's nodes, bytes {nodes:?}")))?;
+        // Node bytes below the state byte: reads stay within them.
+        let room = at - FST_HEADER_LEN;
+        let below = |k: usize| match k <= room {
+            true => Ok(data[at - k]),
+            false => Err(fail("runs past the first node")),
+        };
+        // The fst crate reads a transition's address in 1 to 8 bytes, and
+        // an output in 0 to 8; `tsize` 0 is fine only with no transitions.
+        let sizes = |byte: u8, len: usize| match (usize::from(byte >> 4), usize::from(byte & 0xF)) {
+            (t, o) if t <= 8 && o <= 8 && (t > 0 || len == 0) => Ok((t, o)),
+            (t, o) => Err(fail(&format!("packed sizes {t} and {o} bytes"))),
+        };
+        let state = data[at];
+        if state >> 6 == 0b11 && state & 0b11_1111 != 0 && at > FST_HEADER_LEN {
+            // Most nodes: one byte, to the node just below.
+            return Ok(Self::new(data, addr, codes));
+        }
+        let input_len = usize::from(codes.input_of(state & 0b11_1111).is_none());
+        // The node's length in bytes.
+        let size = match state >> 6 {
+            0b11 => 1 + input_len,
+            0b10 => {
+                let (tsize, osize) = sizes(below(input_len + 1)?, 1)?;
+                2 + input_len + tsize + osize
+            }
+            _ => {
+                let (len, count_len) = match state & 0b11_1111 {
+                    0 => match below(1)? {
+                        1 => (256, 1),
+                        n => (usize::from(n), 1),
+                    },
+                    n => (usize::from(n), 0),
+                };
+                let (tsize, osize) = sizes(below(count_len + 1)?, len)?;
+                let is_final = state & 0b0100_0000 != 0;
+                let index = if len > TRANS_INDEX_THRESHOLD { 256 } else { 0 };
+                let final_len = if is_final { osize } else { 0 };
+                2 + count_len + index + len * (1 + tsize + osize) + final_len
+            }
+        };
+        if size - 1 > room {
+            return Err(fail("runs past the first node"));
+        }
+        let first_byte = (at + 1 - size) as u64;
+        let node = Self::new(data, addr, codes);
+        let mut previous = None;
+        for i in 0..node.len {
+            let t = node.transition(data, i);
+            if t.addr != EMPTY_ADDRESS && !(FST_HEADER_LEN as u64..first_byte).contains(&t.addr) {
+                return Err(fail(&format!(
+                    "a transition to {}, not below the node",
+                    t.addr
+                )));
+            }
+            if previous >= Some(t.input) {
+                return Err(fail("inputs out of order"));
+            }
+            previous = Some(t.input);
+        }
+        if node.len > TRANS_INDEX_THRESHOLD {
+            // Each input's entry names its transition, and no other entry
+            // names one (the inputs differ).
+            let index = &data[node.inputs_at + node.len..][..256];
+            let named = index.iter().filter(|&&i| usize::from(i) < node.len);
+            let agrees = (0..node.len).all(|i| {
+                let input = node.transition(data, i).input;
+                usize::from(index[usize::from(input)]) == i
+            });
+            if !agrees || named.count() != node.len {
+                return Err(fail("its index disagrees with its inputs"));
+            }
+        }
+        Ok(node)
+    }
+
     /// How many transitions have an input below `input`, and the one on
     /// `input` if there is one (for a seek along a key).
     pub(super) fn split_at(&self, data: &[u8], input: u8) -> (usize, Option<Transition>) {
@@ -251,7 +358,9 @@ fn undelta(first_byte: usize, delta: u64) -> u64 {
     if delta == EMPTY_ADDRESS {
         EMPTY_ADDRESS
     } else {
-        first_byte as u64 - delta
+        // Wrapping: in a malformed fst, an address that `checked` refuses
+        // (and an index panic in an unchecked walk), not an overflow.
+        (first_byte as u64).wrapping_sub(delta)
     }
 }
 
@@ -355,6 +464,8 @@ mod tests {
         while let Some(addr) = todo.pop() {
             let theirs = fst.node(addr);
             let ours = NodeView::new(data, addr as u64, common_codes());
+            let checked = NodeView::checked(data, addr as u64, common_codes()).unwrap();
+            assert_eq!(format!("{checked:?}"), format!("{ours:?}"));
             assert_eq!(ours.is_final, theirs.is_final());
             assert_eq!(ours.final_output, theirs.final_output().value());
             assert_eq!(ours.len, theirs.len());
@@ -376,6 +487,31 @@ mod tests {
             seen += 1;
         }
         assert!(seen > 300);
+    }
+
+    /// The fst crate finds the transitions of a node of more than 32
+    /// through its index: `checked` refuses a node whose index names a
+    /// transition other than the one on that input.
+    #[test]
+    fn checked_refuses_an_index_that_disagrees_with_the_inputs() {
+        let mut builder = fst::raw::Builder::memory();
+        for (i, byte) in (b'0'..b'0' + 40).enumerate() {
+            builder.insert([byte], i as u64).unwrap();
+        }
+        let fst = fst::raw::Fst::new(builder.into_inner().unwrap()).unwrap();
+        let (data, root, codes) = (fst.as_bytes(), fst.root().addr() as u64, common_codes());
+        let node = NodeView::checked(data, root, codes).unwrap();
+        assert_eq!(node.len, 40);
+        let index = node.inputs_at + node.len;
+        for byte in 0..256 {
+            let mut bad = data.to_vec();
+            bad[index + byte] = match usize::from(data[index + byte]) {
+                i if i < 40 => ((i + 1) % 40) as u8,
+                _ => 0,
+            };
+            let refused = NodeView::checked(&bad, root, codes).unwrap_err();
+            assert!(refused.contains("index"), "{byte}: {refused}");
+        }
     }
 
     /// What `follow_chain` does, one transition at a time.

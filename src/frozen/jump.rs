@@ -87,7 +87,8 @@ const EMPTY: u32 = u32::MAX;
 /// `depth` is 0 (no table) or in `MIN_DEPTH..=MAX_DEPTH`. Slot contents
 /// are trusted like the fst's own bytes: the layer's checksum guards them,
 /// and a damaged slot can make a lookup wrong or panic (a checked index),
-/// never read out of bounds.
+/// never read out of bounds. [`check_slots`](Self::check_slots) checks
+/// them against the fst, for `verify_structure`.
 #[derive(Clone, Debug, Default)]
 pub(super) struct JumpTable {
     slots: Range<usize>,
@@ -166,6 +167,38 @@ impl JumpTable {
             return Err(Error::Corrupt {
                 reason: "the jump table has no empty slot".to_owned(),
             });
+        }
+        Ok(())
+    }
+
+    /// Checks that every slot holds where the walk down its prefix, from
+    /// the root at `root` of the fst `fst`, stands: the node and the output.
+    /// The fst must have passed `verify::check_fst`, which makes that walk
+    /// safe; with the slots checked, a lookup that starts at one is too.
+    pub(super) fn check_slots(&self, bytes: &[u8], fst: &[u8], root: u64) -> Result<(), String> {
+        let codes = common_codes();
+        for i in 0..self.slot_count {
+            let slot = Slot::read(bytes, self.slots.start + i * SLOT_LEN);
+            if slot.addr == EMPTY {
+                continue;
+            }
+            let prefix = slot.prefix.iter().flat_map(|w| w.to_le_bytes());
+            let (mut addr, mut output) = (root, 0u64);
+            for byte in prefix.take(self.depth) {
+                let node = NodeView::new(fst, addr, codes);
+                let Some(at) = node.find(fst, byte) else {
+                    return Err(format!("jump table slot {i} holds a prefix no key has"));
+                };
+                let t = node.transition(fst, at);
+                (addr, output) = (t.addr, output + t.output);
+            }
+            if (addr, output) != (u64::from(slot.addr), u64::from(slot.output)) {
+                return Err(format!(
+                    "jump table slot {i} says node {} and output {}, its prefix leads to node \
+                     {addr} and output {output}",
+                    slot.addr, slot.output
+                ));
+            }
         }
         Ok(())
     }

@@ -1036,7 +1036,10 @@ where
     /// [`FrozenLayer::open`]), with an empty delta and the default policy.
     ///
     /// The base then lives in the page cache, not on the heap, until the
-    /// first merge builds a new one in memory.
+    /// first merge builds a new one in memory. For a file from elsewhere,
+    /// open it with [`FrozenLayer::open`], check it with
+    /// [`FrozenLayer::verify_structure`] and make the map with
+    /// [`from_frozen`](Self::from_frozen).
     ///
     /// ```
     /// use memkv::{FrozenLayer, HybridMap};
