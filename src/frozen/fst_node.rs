@@ -452,6 +452,8 @@ mod tests {
         let mut keys: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b, b'x']).collect();
         keys.extend((0..70u8).map(|b| vec![b'q', b, 0xFF]));
         keys.extend((0..5u8).map(|b| vec![b'q', 0xF0, b]));
+        // 32 transitions, the most without an index, each to its own node.
+        keys.extend((0..32u8).map(|b| vec![b'r', b'r', b, b'-', b]));
         keys.sort();
         let mut builder = fst::raw::Builder::memory();
         for (i, key) in keys.iter().enumerate() {
@@ -511,6 +513,44 @@ mod tests {
             };
             let refused = NodeView::checked(&bad, root, codes).unwrap_err();
             assert!(refused.contains("index"), "{byte}: {refused}");
+        }
+    }
+
+    /// Every node of up to four bytes (state byte, two below it from a set
+    /// of telling values, one more), at the start of an fst and a little
+    /// after: `checked` refuses it or decodes it without a panic, and what
+    /// it passes stays within the fst's nodes, with every transition
+    /// below the node's bytes. A node that claims more bytes than lie
+    /// below it must be refused before it is decoded, or the decoding
+    /// reads before the start of the bytes.
+    #[test]
+    fn checked_refuses_nodes_that_run_past_the_first_byte() {
+        let telling = [0x00, 0x01, 0x02, 0x11, 0x18, 0x21, 0x81, 0x88, 0x91, 0xFF];
+        let codes = common_codes();
+        // Rooms that a node with an index (33 transitions and more) needs
+        // and does not, with and without the index.
+        for room in [0, 1, 2, 3, 100, 300] {
+            for state in 0..=255u8 {
+                for &b1 in &telling {
+                    for &b2 in &telling {
+                        let mut data = vec![0u8; FST_HEADER_LEN + room];
+                        data.extend([0x11, b2, b1, state]);
+                        data.extend([0u8; FST_FOOTER_LEN]);
+                        let at = FST_HEADER_LEN + room + 3;
+                        let Ok(node) = NodeView::checked(&data, at as u64, codes) else {
+                            continue;
+                        };
+                        for i in 0..node.len {
+                            let t = node.transition(&data, i);
+                            assert!(
+                                t.addr == EMPTY_ADDRESS
+                                    || (FST_HEADER_LEN as u64..at as u64).contains(&t.addr),
+                                "{state:#x} {b1:#x} {b2:#x} after {room}: {t:?}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 
