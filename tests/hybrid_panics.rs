@@ -7,6 +7,9 @@
 
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use memkv::frozen::{FrozenValue, IntColumn};
 use memkv::hybrid::Entry;
@@ -87,6 +90,17 @@ fn remove_over_the_base() {
         (0, 0)
     );
     assert_eq!(map.get("k"), None);
+}
+
+#[test]
+fn clear() {
+    let map = updated_over_base();
+    map.insert("j", Val(3));
+    // The fresh delta's values are dropped with it.
+    assert_eq!(after_panicking_drop(&map, 3, || map.clear()), (0, 0));
+    assert!(map.is_empty());
+    map.insert("k", Val(4));
+    assert_eq!((map.len(), map.get("k")), (1, Some(Val(4))));
 }
 
 #[test]
@@ -219,4 +233,117 @@ fn a_panicking_clone_leaves_pops_and_entries_undone() {
         let left = after_panic(&map, call);
         assert_eq!(left, entries(&[("a", 1), ("b", 2), ("c", 3)]), "call {i}");
     }
+}
+
+/// Per test below, the value whose next drop *as inserted* panics, on
+/// whatever thread drops it (the merge thread's, in one): copies made by
+/// `clone` or read from the base never do.
+static PANIC_ON_ANY_THREAD: [AtomicU64; 2] = [const { AtomicU64::new(u64::MAX) }; 2];
+
+/// A value of the test that uses `PANIC_ON_ANY_THREAD[T]`.
+#[derive(Debug, PartialEq)]
+struct Inserted<const T: usize> {
+    n: u64,
+    as_inserted: bool,
+}
+
+impl<const T: usize> Inserted<T> {
+    fn new(n: u64) -> Self {
+        Inserted {
+            n,
+            as_inserted: true,
+        }
+    }
+}
+
+impl<const T: usize> Clone for Inserted<T> {
+    fn clone(&self) -> Self {
+        Inserted {
+            n: self.n,
+            as_inserted: false,
+        }
+    }
+}
+
+impl<const T: usize> Drop for Inserted<T> {
+    fn drop(&mut self) {
+        if self.as_inserted
+            && PANIC_ON_ANY_THREAD[T]
+                .compare_exchange(self.n, u64::MAX, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            panic!("drop of {}", self.n);
+        }
+    }
+}
+
+impl<const T: usize> FrozenValue for Inserted<T> {
+    const TYPE_NAME: &'static str = "Inserted";
+    type Column = IntColumn;
+    fn encode(&self) -> u64 {
+        self.n
+    }
+    fn decode(encoded: u64) -> Self {
+        Inserted {
+            n: encoded,
+            as_inserted: false,
+        }
+    }
+}
+
+/// A merged value's drop that panics on the merge thread, after the merge
+/// is done, does not end the thread: later merges still start (before,
+/// the map believed the dead thread still ran, and never merged again),
+/// and the panic shows in the stats.
+#[test]
+fn a_panicking_drop_after_a_background_merge_stops_no_later_merge() {
+    let map: HybridMap<Inserted<0>> = HybridConfig::new()
+        .min_delta_keys(100)
+        .key_ratio(0.0)
+        .build();
+    PANIC_ON_ANY_THREAD[0].store(7, Ordering::SeqCst);
+    for i in 0..100 {
+        map.insert(format!("k{i:05}"), Inserted::new(i));
+    }
+    let wait_for = |done: &dyn Fn() -> bool, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}: {:?}", map.stats());
+            thread::sleep(Duration::from_millis(2));
+        }
+    };
+    wait_for(
+        &|| PANIC_ON_ANY_THREAD[0].load(Ordering::SeqCst) == u64::MAX && map.stats().merges == 1,
+        "the first merge and the panic",
+    );
+    for i in 100..1_000 {
+        map.insert(format!("k{i:05}"), Inserted::new(i));
+    }
+    wait_for(&|| map.stats().merges >= 2, "a second merge");
+    map.freeze().unwrap();
+    let stats = map.stats();
+    assert_eq!(
+        (stats.len, stats.base_keys, stats.failed_merges),
+        (1_000, 1_000, 0)
+    );
+    assert_eq!(map.get("k00007").map(|v| v.n), Some(7));
+}
+
+/// The same panic in `freeze`'s own merge is passed on, after the merge.
+#[test]
+fn a_panicking_drop_after_freeze_is_passed_on_with_the_merge_done() {
+    let map: HybridMap<Inserted<1>> = HybridConfig::new().manual().build();
+    for i in 0..10 {
+        map.insert(format!("k{i}"), Inserted::new(i));
+    }
+    PANIC_ON_ANY_THREAD[1].store(3, Ordering::SeqCst);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| map.freeze()));
+    assert!(result.is_err(), "the drop of 3 panicked");
+    let stats = map.stats();
+    assert_eq!(
+        (stats.base_keys, stats.delta_entries, stats.merges),
+        (10, 0, 1)
+    );
+    assert!(stats.last_error.unwrap().contains("drop of 3"));
+    assert_eq!(map.iter().count(), 10);
 }

@@ -252,8 +252,9 @@ impl PartSize {
         let target = part_keys.max(1);
         PartSize {
             target,
-            largest: target + target / 2,
-            split_from: target + target / 4,
+            // Saturating: `part_keys` may be up to `usize::MAX` (one part).
+            largest: target.saturating_add(target / 2),
+            split_from: target.saturating_add(target / 4),
         }
     }
 
@@ -423,6 +424,10 @@ mod tests {
         assert!(!size.regular(49) && size.regular(50) && size.regular(150) && !size.regular(151));
         assert!(!size.keeps(49) && size.keeps(50) && size.keeps(124) && !size.keeps(125));
         assert_eq!(PartSize::new(0).target, 1);
+        // One part, whatever the size: no overflow.
+        let whole = PartSize::new(usize::MAX);
+        assert_eq!((whole.largest, whole.split_from), (usize::MAX, usize::MAX));
+        assert!(whole.regular(usize::MAX / 2));
     }
 
     #[test]

@@ -475,6 +475,9 @@ enum Merged {
     Nothing,
     /// A new base is in place.
     Done,
+    /// A new base is in place, and then a value of the merged deltas
+    /// panicked in its `Drop` (the payload, for the caller).
+    DoneThenDropPanicked(Box<dyn std::any::Any + Send + 'static>),
     /// Nothing changed; the error or panic is for the caller.
     Failed(Outcome),
     Cancelled,
@@ -777,7 +780,7 @@ impl<V: FrozenValue + Clone> Inner<V> {
                 // pending entries' change to `len` with them: under the
                 // write lock, so that `len` is read with the layers it
                 // goes with.
-                let _fresh = self.fresh.write().unwrap_or_else(PoisonError::into_inner);
+                let fresh = self.fresh.write().unwrap_or_else(PoisonError::into_inner);
                 let current = self.layers.load_full();
                 self.layers.store(Arc::new(Layers {
                     deltas: Vec::new(),
@@ -785,7 +788,21 @@ impl<V: FrozenValue + Clone> Inner<V> {
                     seals: current.seals,
                 }));
                 self.count(current.count_pending());
-                Merged::Done
+                drop(fresh);
+                // The merged deltas' values are dropped here (unless a
+                // reader still holds them), with the map already merged: a
+                // `Drop` that panics is reported, and the merge thread
+                // lives on (were it to die, no merge would start again).
+                match panic::catch_unwind(panic::AssertUnwindSafe(|| drop(current))) {
+                    Ok(()) => Merged::Done,
+                    Err(payload) => {
+                        self.record().last_error = Some(format!(
+                            "a merged value's drop panicked: {}",
+                            crate::error::panic_message(payload.as_ref())
+                        ));
+                        Merged::DoneThenDropPanicked(payload)
+                    }
+                }
             }
             Outcome::Cancelled => Merged::Cancelled,
             failed => {
@@ -1418,16 +1435,21 @@ where
     /// # Ok::<(), memkv::Error>(())
     /// ```
     pub fn clear(&self) {
-        let _merging = self.inner.lock_merges();
+        let merging = self.inner.lock_merges();
         let mut fresh = self.inner.write_fresh();
         let seals = self.inner.layers.load().seals + 1;
-        *fresh = Delta::with_capacity(self.inner.config.delta_keys_hint(0, 0));
-        self.inner.layers.store(Arc::new(Layers {
+        let empty = Delta::with_capacity(self.inner.config.delta_keys_hint(0, 0));
+        let old_fresh = mem::replace(&mut *fresh, empty);
+        let old_layers = self.inner.layers.swap(Arc::new(Layers {
             deltas: Vec::new(),
             base: Base::whole(empty_layer()),
             seals,
         }));
         self.inner.len.store(0, Ordering::Release);
+        drop((fresh, merging));
+        // The old values last, with no lock held and the map already
+        // empty: a value's `Drop` that panics leaves `len` right.
+        drop((old_layers, old_fresh));
     }
 
     /// All entries in key order: a snapshot (see [`Iter`]).
@@ -1718,13 +1740,15 @@ where
     ///
     /// # Panics
     /// If [`FrozenValue::encode`] panics on a value, the panic is passed on,
-    /// after the map has been left as it was.
+    /// after the map has been left as it was. If a merged value's `Drop`
+    /// panics, the panic is passed on after the merge is done (and
+    /// [`stats`](Self::stats)`().last_error` tells of it).
     pub fn freeze(&self) -> Result<()> {
         let guard = self.inner.lock_merges();
         match self.inner.merge(&guard) {
             Merged::Nothing | Merged::Done | Merged::Cancelled => Ok(()),
             Merged::Failed(Outcome::Failed(err)) => Err(err),
-            Merged::Failed(Outcome::Panicked(payload)) => {
+            Merged::Failed(Outcome::Panicked(payload)) | Merged::DoneThenDropPanicked(payload) => {
                 drop(guard);
                 panic::resume_unwind(payload)
             }
@@ -1759,7 +1783,16 @@ where
                 .name("memkv-hybrid-merge".into())
                 .spawn(move || {
                     while inner.mailbox.next() {
-                        inner.automatic_merge();
+                        // The merge catches what user code may throw; this
+                        // is for anything else: the thread must go on (it
+                        // is `running` until `next` says otherwise), and
+                        // the panic must show.
+                        let merged = panic::catch_unwind(panic::AssertUnwindSafe(|| {
+                            inner.automatic_merge();
+                        }));
+                        if let Err(payload) = merged {
+                            inner.record().failed(&Outcome::Panicked(payload));
+                        }
                     }
                 })
         });
