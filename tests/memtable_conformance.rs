@@ -620,6 +620,39 @@ fn concurrent_readers_with_one_writer<M: Memtable + 'static>(n: u64) {
     assert_eq!(mem.len() as u64, n);
 }
 
+/// A range of user keys, borrowed.
+type Bounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
+/// A drained cursor stays drained: `None`, and `None` again (the frozen
+/// ART cursor indexed its emptied batch and panicked until 2026-11-27).
+fn cursors_stay_at_the_end<M: Memtable>() {
+    fn drain_then_poll<R: MemtableRead>(mem: &R, expected: usize) {
+        let ranges: [Bounds<'_>; 3] = [
+            (Bound::Unbounded, Bound::Unbounded),
+            (Bound::Included(&b"b"[..]), Bound::Unbounded),
+            (Bound::Unbounded, Bound::Excluded(&b"b"[..])),
+        ];
+        for (i, (lo, hi)) in ranges.into_iter().enumerate() {
+            let mut cursor = mem.range((lo, hi), MAX_SEQNO);
+            let mut seen = 0;
+            while cursor.next_entry().is_some() {
+                seen += 1;
+            }
+            assert!(i > 0 || seen == expected, "{seen} of {expected}");
+            for _ in 0..3 {
+                assert!(cursor.next_entry().is_none(), "range {i}");
+            }
+        }
+    }
+    let mem = M::default();
+    drain_then_poll(&mem, 0);
+    for (seqno, key) in [&b"a"[..], b"b", b"b", b"c"].into_iter().enumerate() {
+        mem.insert(key, seqno as u64 + 1, ValueKind::Value, b"v");
+    }
+    drain_then_poll(&mem, 4);
+    drain_then_poll(&mem.freeze(), 4);
+}
+
 fn rejects_seqno_above_max<M: Memtable>() {
     M::default().insert(b"k", MAX_SEQNO + 1, ValueKind::Value, b"");
 }
@@ -678,6 +711,11 @@ macro_rules! conformance {
             #[test]
             fn readers_during_writes() {
                 concurrent_readers_with_one_writer::<$ty>($n);
+            }
+
+            #[test]
+            fn drained_cursors_stay_drained() {
+                cursors_stay_at_the_end::<$ty>();
             }
 
             #[test]

@@ -72,6 +72,7 @@
 //! this needs a concurrent tree (optimistic lock coupling inside `FastArt`),
 //! not a better lock around it.
 
+use std::fmt;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{PoisonError, RwLock};
@@ -124,6 +125,11 @@ fn version(arena: &Arena, r: Ref) -> Version<'_> {
     }
 }
 
+/// The longest value a version record holds: with its head (8 bytes), the
+/// value's length (up to 5) and a link (8), a record must fit the arena's
+/// records of under 4 GiB.
+const MAX_VALUE_LEN: usize = u32::MAX as usize - 8 - 5 - 8;
+
 /// Appends a record.
 fn append(arena: &mut Arena, seqno: u64, kind: ValueKind, value: &[u8], next: Option<Ref>) -> Ref {
     let len = u32::try_from(value.len()).expect("values are under 4 GiB");
@@ -167,6 +173,13 @@ impl Tables {
     }
 
     fn insert(&mut self, key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
+        // Up front: the record may be appended again with a link below, after
+        // the tree points at it, and must not fail then.
+        assert!(
+            value.len() <= MAX_VALUE_LEN,
+            "memtable value of {} bytes: values must be under 4 GiB - 21 bytes",
+            value.len()
+        );
         let x = append(&mut self.arena, seqno, kind, value, None);
         let Some(head) = self.art.insert(key, x) else {
             self.len += 1;
@@ -365,7 +378,6 @@ impl Memtable for ArtMemtable {
 /// cursor's snapshot may or may not be seen (engines publish a sequence
 /// number only after its insert, so a snapshot's entries are all in place
 /// before the cursor starts).
-#[derive(Debug)]
 pub struct ArtCursor<'a> {
     mem: &'a ArtMemtable,
     snapshot: u64,
@@ -375,6 +387,26 @@ pub struct ArtCursor<'a> {
     buf: EntryBuf,
     /// Reused by each batch's walk (see [`FrozenArtCursor`]).
     ahead: ReadAhead,
+}
+
+// By hand: a derived `Debug` would print the whole memtable, arena bytes
+// and all.
+impl fmt::Debug for ArtCursor<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ArtCursor")
+            .field("snapshot", &self.snapshot)
+            .field("next_start", &self.next_start)
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for FrozenArtCursor<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrozenArtCursor")
+            .field("snapshot", &self.snapshot)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ArtCursor<'_> {
@@ -508,7 +540,6 @@ impl MemtableRead for FrozenArtMemtable {
 /// cache lines of each of their newest versions (header and value) are
 /// asked for before the first is returned (a flush of 600 k random-order
 /// entries about 1.2× faster than with only each header loaded ahead).
-#[derive(Debug)]
 pub struct FrozenArtCursor<'a> {
     it: Range<'a, Ref>,
     arena: &'a Arena,
@@ -607,10 +638,12 @@ impl EntryCursor for FrozenArtCursor<'_> {
                 continue;
             }
             if self.pos == self.ahead.len() {
+                // Before the fill: at the end it empties the batch, and a
+                // call after `None` must find `pos` at its length again.
+                self.pos = 0;
                 if !self.ahead.fill(&mut self.it, self.arena) {
                     return None;
                 }
-                self.pos = 0;
             }
             self.pending = Some(self.ahead.get(self.pos).1);
             self.pos += 1;
@@ -628,6 +661,30 @@ impl EntryCursor for FrozenArtCursor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cursor's `Debug` shows the cursor, not the memtable under it (a
+    /// derived one printed every arena byte: megabytes in a log line).
+    #[test]
+    fn cursors_debug_briefly() {
+        let mem = ArtMemtable::default();
+        for i in 0..1000u32 {
+            mem.insert(&i.to_be_bytes(), 1, ValueKind::Value, &[7; 100]);
+        }
+        let active = format!(
+            "{:?}",
+            mem.range((Bound::Included(&b"\x00"[..]), Bound::Unbounded), 1)
+        );
+        assert!(
+            active.starts_with("ArtCursor") && active.len() < 200,
+            "{active}"
+        );
+        let frozen = mem.freeze();
+        let shown = format!("{:?}", frozen.iter(1));
+        assert!(
+            shown.starts_with("FrozenArtCursor") && shown.len() < 200,
+            "{shown}"
+        );
+    }
 
     /// A cursor's batch, copied under the read lock, stops at
     /// `BATCH_ENTRIES` entries, or at four times as many keys visited when

@@ -278,7 +278,7 @@ pub struct Entry {
 /// assert_eq!(bytes, 4);
 /// ```
 pub trait EntryCursor {
-    /// The next entry, or `None` at the end.
+    /// The next entry, or `None` at the end (and on every call after it).
     fn next_entry(&mut self) -> Option<EntryRef<'_>>;
 
     /// Every remaining entry, copied out (allocates per entry; for tests and
@@ -308,6 +308,12 @@ pub trait MemtableRead: Send + Sync {
     /// Looks up the newest version of `user_key` with a sequence number at
     /// most `snapshot`, and passes the answer to `f` with the value borrowed
     /// (no allocation).
+    ///
+    /// `f` may run with the memtable's read lock held ([`ArtMemtable`] and
+    /// [`VecMemtable`] lend the value from under it), so it must not call
+    /// the same memtable: a write from `f` waits for the lock forever, and
+    /// so may a read, behind a writer that waits for this one. Copy what
+    /// `f` needs out (or use [`get`](Self::get)) and call afterwards.
     fn get_with<R>(&self, user_key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R;
 
     /// Like [`MemtableRead::get_with`], with the value copied out.
@@ -355,7 +361,8 @@ pub trait Memtable: MemtableRead + Default {
     ///
     /// # Panics
     /// If `seqno` is above [`MAX_SEQNO`], or the key or value is 4 GiB or
-    /// longer.
+    /// longer ([`ArtMemtable`]: a value of 4 GiB − 21 bytes or longer, as
+    /// its records also hold a header and a link), before anything changes.
     fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]);
 
     /// Inserts `entries` in order, with the same result as inserting each in
