@@ -125,3 +125,99 @@ pub(super) fn check_fst(data: &[u8], key_count: u64) -> Result<u64, String> {
     }
     Ok(root)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An fst of `nodes` (written from address 16 on) with its root at
+    /// `root`, saying it holds `keys` keys.
+    fn fst_of(nodes: &[u8], root: u64, keys: u64) -> Vec<u8> {
+        let mut data = FST_VERSION.to_le_bytes().to_vec();
+        data.extend(0u64.to_le_bytes());
+        data.extend(nodes);
+        data.extend(keys.to_le_bytes());
+        data.extend(root.to_le_bytes());
+        data.extend([0; 4]);
+        data
+    }
+
+    /// A node of two transitions, on `a` and `b`, both to the node just
+    /// below it, no outputs: six bytes.
+    const TWO_WAYS_DOWN: [u8; 6] = [1, 1, b'b', b'a', 0x10, 0x02];
+    /// A final node without transitions, in the general form: three bytes.
+    const FINAL: [u8; 3] = [0x00, 0x00, 0x40];
+    /// A node neither final nor with a transition: three bytes.
+    const DEAD_END: [u8; 3] = [0x00, 0x00, 0x00];
+
+    /// `bottom` at address 16, with `levels` nodes of two ways down above.
+    fn ladder(bottom: [u8; 3], levels: usize) -> (Vec<u8>, u64) {
+        let mut nodes = bottom.to_vec();
+        for _ in 0..levels {
+            nodes.extend(TWO_WAYS_DOWN);
+        }
+        let root = (FST_HEADER_LEN + nodes.len() - 1) as u64;
+        (nodes, root)
+    }
+
+    /// A ladder of `levels` over a final node whose keys are numbered
+    /// right: at level `k` (from 1 at the bottom), the way on `b` skips the
+    /// 2^(k-1) keys on `a`. Each node has 8-byte outputs (`b`'s first).
+    fn numbered_ladder(levels: u32) -> (Vec<u8>, u64) {
+        let mut nodes = FINAL.to_vec();
+        for k in 1..=levels {
+            nodes.extend((1u64 << (k - 1)).to_le_bytes());
+            nodes.extend(0u64.to_le_bytes());
+            nodes.extend([1, 1, b'b', b'a', 0x18, 0x02]);
+        }
+        let root = (FST_HEADER_LEN + nodes.len() - 1) as u64;
+        (nodes, root)
+    }
+
+    #[test]
+    fn keys_numbered_wrong_are_refused() {
+        // Two levels: the keys "aa", "ab", "ba", "bb" all lead to the
+        // final node, with no outputs, so they all have ordinal 0.
+        let (nodes, root) = ladder(FINAL, 0);
+        assert_eq!(check_fst(&fst_of(&nodes, root, 1), 1), Ok(root));
+        let (nodes, root) = ladder(FINAL, 2);
+        let refused = check_fst(&fst_of(&nodes, root, 4), 4).unwrap_err();
+        assert!(
+            refused.contains("key 1 in order has ordinal 0"),
+            "{refused}"
+        );
+    }
+
+    /// 64 levels spell 2^64 keys in 400 bytes: the walk stops at the first
+    /// key past the count, not at the end of them.
+    #[test]
+    fn an_exponential_fst_is_refused_at_once() {
+        let (nodes, root) = numbered_ladder(3);
+        assert_eq!(check_fst(&fst_of(&nodes, root, 8), 8), Ok(root));
+        let (nodes, root) = numbered_ladder(64);
+        let refused = check_fst(&fst_of(&nodes, root, 1000), 1000).unwrap_err();
+        assert!(refused.contains("more keys than the 1000"), "{refused}");
+        // Numbered wrong, it is refused for that first.
+        let (nodes, root) = ladder(FINAL, 64);
+        let refused = check_fst(&fst_of(&nodes, root, 1), 1).unwrap_err();
+        assert!(
+            refused.contains("key 1 in order has ordinal 0"),
+            "{refused}"
+        );
+    }
+
+    /// A dead end below the root, even in an fst of no keys: without the
+    /// check, a ladder over one would be a walk of 2^64 steps that finds
+    /// nothing.
+    #[test]
+    fn a_dead_end_is_refused() {
+        let (nodes, root) = ladder(DEAD_END, 1);
+        let refused = check_fst(&fst_of(&nodes, root, 0), 0).unwrap_err();
+        assert!(refused.contains("dead end"), "{refused}");
+        // At the root of an fst of no keys, it is the empty fst.
+        let (nodes, root) = ladder(DEAD_END, 0);
+        assert_eq!(check_fst(&fst_of(&nodes, root, 0), 0), Ok(root));
+        let refused = check_fst(&fst_of(&nodes, root, 1), 1).unwrap_err();
+        assert!(refused.contains("dead end"), "{refused}");
+    }
+}
