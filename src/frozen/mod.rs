@@ -58,8 +58,8 @@
 //! release build on a shared 2-core machine whose speed moves by ±20–40%
 //! between runs, so the ratios to the bare fst in the same run are the
 //! telling part); `nth` and `open` were measured once, earlier, and
-//! `verify_structure` once (2026-11-27, a scratch program, three runs
-//! within 1%):
+//! `verify_structure` once (2026-11-27, `harness/examples/frozen_checks.rs`,
+//! five rounds):
 //!
 //! | operation                          | `FrozenLayer<u64>` | bare `fst::Map` | ratio in the same run |
 //! |------------------------------------|--------------------|-----------------|--:|
@@ -69,7 +69,7 @@
 //! | [`nth`](FrozenLayer::nth)          | 2.1 µs             |                 | |
 //! | [`open`](FrozenLayer::open) (checksum, warm cache) | 4–7 ms |           | |
 //! | [`open_unverified`](FrozenLayer::open_unverified)  | 0.06–0.09 ms |     | |
-//! | [`verify_structure`](FrozenLayer::verify_structure) (iteration 0.57 s then) | 1.24 s | | |
+//! | [`verify_structure`](FrozenLayer::verify_structure) (an iteration then: 0.53 s) | 1.22 s | | |
 //!
 //! The fst is in the fst crate's format. The crate reads it for
 //! [`nth`](FrozenLayer::nth) and automata ([`search`](FrozenLayer::search));
@@ -441,7 +441,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// order and that there are [`len`](Self::len) of them; it also checks
     /// the value column as [`verify`](Self::verify) does and that every
     /// slot of the jump table leads where its prefix does. It costs about
-    /// two iterations of the layer (1.24 s for the 7.3 M Debian paths,
+    /// two iterations of the layer (1.22 s for the 7.3 M Debian paths,
     /// against 4–7 ms for the checksum), so it is separate from
     /// [`open`](Self::open): for files from elsewhere, or from a writer
     /// you do not trust.
