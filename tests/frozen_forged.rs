@@ -322,6 +322,61 @@ fn forged_files_are_refused_or_answer_consistently() {
     assert!(passed >= 50, "{passed}");
 }
 
+/// `layer`'s file with its fst replaced by `fst` (which must hold as many
+/// keys), resealed: the value column stays.
+fn with_fst(layer: &[u8], fst: &[u8]) -> Vec<u8> {
+    let s = sections(layer);
+    let mut bytes = layer[..s.fst.start].to_vec();
+    bytes.extend(fst);
+    bytes.extend(&layer[s.fst.end..]);
+    let trailer = bytes.len() - 32;
+    put_u64(&mut bytes, trailer + 8, fst.len() as u64);
+    reseal(&mut bytes);
+    bytes
+}
+
+/// An fst (format 3) of `nodes`, written from address 16, with its root
+/// at `root` and `keys` keys.
+fn fst_of(nodes: &[u8], root: u64, keys: u64) -> Vec<u8> {
+    let mut fst = [3u64.to_le_bytes(), [0; 8]].concat();
+    fst.extend(nodes);
+    fst.extend(keys.to_le_bytes());
+    fst.extend(root.to_le_bytes());
+    fst.extend([0; 4]);
+    fst
+}
+
+/// Keys `a`, `b` and `c`, numbered 0, 1, 2 on every path, but `b`'s 1 is
+/// its final node's output, where the builders put it on the transition:
+/// every walk from the root agrees, while the fst crate's reverse lookup
+/// (`nth`) does not read final outputs. An earlier draft of the check
+/// passed it; `nth(0)` said `b`, and a `HybridMap` over it popped a
+/// removed key (found by a review).
+#[test]
+fn outputs_placed_otherwise_are_refused() {
+    let layer = FrozenLayer::from_sorted_iter([("x", 100u64), ("y", 101), ("z", 102)]).unwrap();
+    let nodes = [
+        // A final node with a 1-byte output of 1 (address 19).
+        0x01, 0x01, 0x00, 0x40,
+        // The root (30): outputs 2, 0, 0 and deltas to the empty node, to
+        // 19 and to the empty node, for `c`, `b` and `a` (stored last
+        // first); 1-byte addresses and outputs; three transitions.
+        0x02, 0x00, 0x00, 0x00, 0x01, 0x00, b'c', b'b', b'a', 0x11, 0x03,
+    ];
+    let forged = FrozenLayer::<u64>::from_bytes(with_fst(layer.as_bytes(), &fst_of(&nodes, 30, 3)))
+        .expect("its checksum and lengths are valid");
+    let keys: Vec<Vec<u8>> = forged.iter().map(|(key, _)| key).collect();
+    assert_eq!(keys, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+    assert_eq!(forged.rank("b"), Some(1));
+    let refused = forged.verify_structure().unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("node 30 brings the output to 0"),
+        "{refused}"
+    );
+}
+
 #[test]
 fn every_layer_built_passes() {
     let empty = FrozenLayer::<u8>::from_sorted_iter(std::iter::empty::<(&str, u8)>()).unwrap();

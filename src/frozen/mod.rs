@@ -438,13 +438,16 @@ impl<V: FrozenValue> FrozenLayer<V> {
     ///
     /// It walks the fst down to every key, as an iteration does, checking
     /// every node it passes, that the keys are numbered 0, 1, 2, … in
-    /// order and that there are [`len`](Self::len) of them; it also checks
-    /// the value column as [`verify`](Self::verify) does and that every
-    /// slot of the jump table leads where its prefix does. It costs about
-    /// two iterations of the layer (1.22 s for the 7.3 M Debian paths,
-    /// against 4–7 ms for the checksum), so it is separate from
-    /// [`open`](Self::open): for files from elsewhere, or from a writer
-    /// you do not trust.
+    /// order (as the builders number them) and that there are
+    /// [`len`](Self::len) of them; it also checks the value column as
+    /// [`verify`](Self::verify) does and that every slot of the jump table
+    /// leads where its prefix does. It costs about two iterations of the
+    /// layer (1.22 s for the 7.3 M Debian paths, against 4–7 ms for the
+    /// checksum), so it is separate from [`open`](Self::open): for files
+    /// from elsewhere, or from a writer you do not trust. The time grows
+    /// with `len`, which a small file can make huge and still be valid
+    /// (keys that share their parts: 63 nodes of two ways each spell 2^63
+    /// keys in 1.5 KB): look at `len` first if that matters.
     ///
     /// ```
     /// use memkv::{Error, FrozenLayer};

@@ -14,8 +14,14 @@
 //!   key;
 //! - the outputs gathered on the way to the keys, in order, are 0, 1, 2, …
 //!   up to the layer's key count, so every ordinal a walk can produce
-//!   names a value in the column, and the fst crate's reverse lookup (by
-//!   ordinal) finds its key.
+//!   names a value in the column;
+//! - they are placed as the builders place them: each transition's brings
+//!   the sum to the ordinal of the first key below it, and final outputs
+//!   are 0. The fst crate's reverse lookup (`nth`) needs that: it takes
+//!   the last transition whose sum is at most the ordinal sought, and stops
+//!   at a final node only when nothing is left to find. Sums that come out
+//!   right elsewhere on the path passed an earlier draft of this check and
+//!   sent `nth` to the wrong key (found by a review).
 //!
 //! The walk visits each node once per path from the root to it, as an
 //! ordered iteration does, and stops at the first key past the count: it
@@ -37,6 +43,19 @@ struct Fork {
     next: usize,
     /// The output gathered on the way to the node.
     output: u64,
+}
+
+/// Whether a transition of the node at `addr`, which brings the output
+/// gathered to `output`, leads to keys numbered from `output` on: the next
+/// key in order is key `keys`.
+fn placed(addr: u64, output: u64, keys: u64) -> Result<(), String> {
+    match output == keys {
+        true => Ok(()),
+        false => Err(format!(
+            "a transition of node {addr} brings the output to {output}, but the first key \
+             below it is key {keys}"
+        )),
+    }
 }
 
 /// Checks the fst `data` as the module docs say, and returns its root's
@@ -76,10 +95,12 @@ pub(super) fn check_fst(data: &[u8], key_count: u64) -> Result<u64, String> {
             }
             let node = NodeView::checked(data, addr, codes)?;
             if node.is_final {
-                let ordinal = output.checked_add(node.final_output).ok_or_else(overflow)?;
-                if ordinal != keys {
+                // Its key's ordinal is the output gathered, `keys` (see
+                // `placed`), with nothing added here.
+                if node.final_output != 0 {
                     return Err(format!(
-                        "key {keys} in order has ordinal {ordinal} (at node {addr})"
+                        "node {addr} is final with output {}, where the builders put 0",
+                        node.final_output
                     ));
                 }
                 keys += 1;
@@ -104,6 +125,7 @@ pub(super) fn check_fst(data: &[u8], key_count: u64) -> Result<u64, String> {
             }
             let t = node.transition(data, 0);
             output = output.checked_add(t.output).ok_or_else(overflow)?;
+            placed(addr, output, keys)?;
             addr = t.addr;
         }
         // Back up to the last fork with a transition not yet taken.
@@ -114,6 +136,7 @@ pub(super) fn check_fst(data: &[u8], key_count: u64) -> Result<u64, String> {
         let node = NodeView::new(data, fork.addr, codes);
         let t = node.transition(data, fork.next);
         output = fork.output.checked_add(t.output).ok_or_else(overflow)?;
+        placed(fork.addr, output, keys)?;
         addr = t.addr;
         fork.next += 1;
         if fork.next == node.len {
@@ -182,10 +205,40 @@ mod tests {
         assert_eq!(check_fst(&fst_of(&nodes, root, 1), 1), Ok(root));
         let (nodes, root) = ladder(FINAL, 2);
         let refused = check_fst(&fst_of(&nodes, root, 4), 4).unwrap_err();
+        assert!(refused.contains("first key below it is key 1"), "{refused}");
+    }
+
+    /// Numbered right, but not as the builders number, which the fst
+    /// crate's reverse lookup relies on (`nth` went to the wrong key).
+    #[test]
+    fn outputs_placed_otherwise_are_refused() {
+        // A final node with a 1-byte output of 1, and over it a node whose
+        // `a` leads to the empty final node and `b` to it, both without
+        // output: `b`'s ordinal 1 is its final output.
+        let nodes = [0x01, 0x01, 0x00, 0x40, 0x01, 0x00, b'b', b'a', 0x10, 0x02];
+        let refused = check_fst(&fst_of(&nodes, 25, 2), 2).unwrap_err();
         assert!(
-            refused.contains("key 1 in order has ordinal 0"),
+            refused.contains("node 25 brings the output to 0"),
             "{refused}"
         );
+        // The 1 on the transition below `b` instead.
+        let nodes = [
+            0x01, 0x00, 0x11, b'x', 0x80, 0x01, 0x00, b'b', b'a', 0x10, 0x02,
+        ];
+        let refused = check_fst(&fst_of(&nodes, 26, 2), 2).unwrap_err();
+        assert!(
+            refused.contains("node 26 brings the output to 0"),
+            "{refused}"
+        );
+        // One key, `b`, whose final node adds 1 to its ordinal 0.
+        let nodes = [0x01, 0x01, 0x00, 0x40, 0x01, b'b', 0x10, 0x01];
+        let refused = check_fst(&fst_of(&nodes, 23, 1), 1).unwrap_err();
+        assert!(
+            refused.contains("node 19 is final with output 1"),
+            "{refused}"
+        );
+        let nodes = [0x00, 0x00, 0x40, 0x01, b'b', 0x10, 0x01];
+        assert_eq!(check_fst(&fst_of(&nodes, 22, 1), 1), Ok(22));
     }
 
     /// 64 levels spell 2^64 keys in 400 bytes: the walk stops at the first
@@ -200,10 +253,7 @@ mod tests {
         // Numbered wrong, it is refused for that first.
         let (nodes, root) = ladder(FINAL, 64);
         let refused = check_fst(&fst_of(&nodes, root, 1), 1).unwrap_err();
-        assert!(
-            refused.contains("key 1 in order has ordinal 0"),
-            "{refused}"
-        );
+        assert!(refused.contains("first key below it is key 1"), "{refused}");
     }
 
     /// A dead end below the root, even in an fst of no keys: without the
