@@ -214,6 +214,13 @@ fn query_everything(layer: &FrozenLayer<u64>, probes: &[Vec<u8>]) {
     let mut backwards: Vec<_> = layer.iter().rev().collect();
     backwards.reverse();
     assert_eq!(backwards, entries);
+    assert!(layer.keys().eq(entries.iter().map(|(key, _)| key.clone())));
+    assert!(
+        layer
+            .values()
+            .rev()
+            .eq(entries.iter().rev().map(|(_, value)| *value))
+    );
     for (ordinal, (key, value)) in entries.iter().enumerate() {
         assert_eq!(layer.get(key), Some(*value));
         assert_eq!(layer.rank(key), Some(ordinal as u64));

@@ -188,6 +188,22 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
         );
     }
     assert_eq!(model_entries.next_back(), None);
+    // Keys and values apart, from both ends, meeting in the middle too.
+    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    let values: Vec<u64> = model.values().copied().collect();
+    assert_eq!(layer.keys().collect::<Vec<_>>(), keys);
+    assert!(layer.keys().rev().eq(keys.iter().rev().cloned()));
+    assert_eq!(layer.values().collect::<Vec<_>>(), values);
+    assert!(layer.values().rev().eq(values.iter().rev().copied()));
+    let (mut lending, mut taken) = (layer.keys(), Vec::new());
+    while let Some(key) = lending.next_key() {
+        taken.push(key.to_vec());
+        if let Some(last) = lending.next_back() {
+            taken.push(last);
+        }
+    }
+    taken.sort();
+    assert_eq!(taken, keys);
 
     // Point queries, rank and nth; all probes at once, too.
     let want: Vec<Option<u64>> = probes.iter().map(|p| model.get(p).copied()).collect();

@@ -79,6 +79,13 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
+        let layer = self.layer;
+        (self.next_ordinal()).map(|(key, ordinal)| (key, layer.value_at(ordinal)))
+    }
+
+    /// The next key and its ordinal (its value's place in the column).
+    #[inline]
+    fn next_ordinal(&mut self) -> Option<(&[u8], u64)> {
         let (key, ordinal) = self.front.next()?;
         // Ordinals increase with the keys: at the back's last entry, the
         // two ends have met.
@@ -86,7 +93,7 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
             return None;
         }
         self.front_last = Some(ordinal);
-        Some((key, self.layer.value_at(ordinal)))
+        Some((key, ordinal))
     }
 
     /// The previous entry from the back, with the key borrowed from the walk
@@ -100,6 +107,12 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     /// # Ok::<(), memkv::Error>(())
     /// ```
     pub fn next_back_entry(&mut self) -> Option<(&[u8], V)> {
+        let layer = self.layer;
+        (self.next_back_ordinal()).map(|(key, ordinal)| (key, layer.value_at(ordinal)))
+    }
+
+    /// The previous key from the back and its ordinal.
+    fn next_back_ordinal(&mut self) -> Option<(&[u8], u64)> {
         let back = match &mut self.back {
             Some(back) => back,
             back @ None => back.insert(BackWalker::new(
@@ -114,7 +127,7 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
             return None;
         }
         self.back_last = Some(ordinal);
-        Some((key, self.layer.value_at(ordinal)))
+        Some((key, ordinal))
     }
 }
 
@@ -137,6 +150,95 @@ impl<V: FrozenValue> DoubleEndedIterator for Iter<'_, V> {
 // Once an end has met the other, or run out, every later call finds the
 // same: the ordinals only move apart from the meeting point.
 impl<V: FrozenValue> FusedIterator for Iter<'_, V> {}
+
+/// The keys of a [`FrozenLayer`] in order; see
+/// [`keys`](FrozenLayer::keys). Reads no value; lends each key with
+/// [`next_key`](Self::next_key), or copies it as an [`Iterator`].
+pub struct Keys<'a, V: FrozenValue> {
+    inner: Iter<'a, V>,
+}
+
+impl<'a, V: FrozenValue> Keys<'a, V> {
+    pub(crate) fn new(inner: Iter<'a, V>) -> Self {
+        Keys { inner }
+    }
+
+    /// The next key, borrowed from the walk (valid until the next call),
+    /// without allocating.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", 1u8), ("bc", 2)])?;
+    /// let mut keys = layer.keys();
+    /// let mut bytes = 0;
+    /// while let Some(key) = keys.next_key() {
+    ///     bytes += key.len();
+    /// }
+    /// assert_eq!(bytes, 3);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_key(&mut self) -> Option<&[u8]> {
+        self.inner.next_ordinal().map(|(key, _)| key)
+    }
+}
+
+impl<V: FrozenValue> Iterator for Keys<'_, V> {
+    type Item = Vec<u8>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Vec<u8>> {
+        self.next_key().map(<[u8]>::to_vec)
+    }
+}
+
+impl<V: FrozenValue> DoubleEndedIterator for Keys<'_, V> {
+    fn next_back(&mut self) -> Option<Vec<u8>> {
+        (self.inner.next_back_ordinal()).map(|(key, _)| key.to_vec())
+    }
+}
+
+impl<V: FrozenValue> FusedIterator for Keys<'_, V> {}
+
+impl<V: FrozenValue> fmt::Debug for Keys<'_, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Keys").field(&self.inner).finish()
+    }
+}
+
+/// The values of a [`FrozenLayer`] in key order; see
+/// [`values`](FrozenLayer::values). Copies no key.
+pub struct Values<'a, V: FrozenValue> {
+    inner: Iter<'a, V>,
+}
+
+impl<'a, V: FrozenValue> Values<'a, V> {
+    pub(crate) fn new(inner: Iter<'a, V>) -> Self {
+        Values { inner }
+    }
+}
+
+impl<V: FrozenValue> Iterator for Values<'_, V> {
+    type Item = V;
+
+    #[inline]
+    fn next(&mut self) -> Option<V> {
+        self.inner.next_entry().map(|(_, value)| value)
+    }
+}
+
+impl<V: FrozenValue> DoubleEndedIterator for Values<'_, V> {
+    fn next_back(&mut self) -> Option<V> {
+        self.inner.next_back_entry().map(|(_, value)| value)
+    }
+}
+
+impl<V: FrozenValue> FusedIterator for Values<'_, V> {}
+
+impl<V: FrozenValue> fmt::Debug for Values<'_, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Values").field(&self.inner).finish()
+    }
+}
 
 impl<V: FrozenValue> fmt::Debug for Iter<'_, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -139,7 +139,7 @@ use fst::IntoStreamer;
 pub use self::build::FrozenLayerBuilder;
 pub use self::column::{BytesColumn, FrozenValue, IntColumn, ValueColumn};
 use self::format::{Check, FstBytes, Storage};
-pub use self::iter::{Iter, Search};
+pub use self::iter::{Iter, Keys, Search, Values};
 use self::jump::JumpTable;
 use crate::keys::prefix_successor;
 use crate::{Error, FastArt, Result};
@@ -732,6 +732,30 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     pub fn iter(&self) -> Iter<'_, V> {
         self.walk(Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// All keys in order, without reading a value.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_unsorted_iter([("b", 2u8), ("a", 1), ("c", 3)])?;
+    /// assert_eq!(layer.keys().collect::<Vec<_>>(), [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+    /// assert_eq!(layer.keys().next_back(), Some(b"c".to_vec()));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn keys(&self) -> Keys<'_, V> {
+        Keys::new(self.iter())
+    }
+
+    /// All values in key order.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_unsorted_iter([("b", 2u8), ("a", 1), ("c", 3)])?;
+    /// assert_eq!(layer.values().collect::<Vec<_>>(), [1, 2, 3]);
+    /// assert_eq!(layer.values().rev().collect::<Vec<_>>(), [3, 2, 1]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn values(&self) -> Values<'_, V> {
+        Values::new(self.iter())
     }
 
     /// The entries whose keys lie in `range`, in key order. A range whose
