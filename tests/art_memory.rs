@@ -75,6 +75,43 @@ fn a_map_of_paths_reports_what_it_holds() {
     assert_eq!(map.memory_usage(), 0);
 }
 
+/// `compact` gives back what removals left, down to the last key and
+/// past it: it kept every chunk of a map emptied by `remove`, and the
+/// whole node arena of a map left with one key (2026-11-27, a review).
+#[test]
+fn compacting_a_map_removed_down_to_one_key_or_none_frees_it() {
+    let mut keys = paths(20_000);
+    // Distinct, the one to keep last.
+    keys.sort();
+    keys.dedup();
+    keys.reverse();
+    let mut map: FastArt<u64> = keys.iter().zip(0..).collect();
+    let one: FastArt<u64> = [(&keys[0], 0)].into_iter().collect();
+    changed("removals down to one key", &mut map, |map| {
+        for key in &keys[1..] {
+            map.remove(key);
+        }
+    });
+    changed("compact", &mut map, FastArt::compact);
+    assert_eq!(map.len(), 1);
+    // No more than a map built with the one key (its first chunks are
+    // sized for growth; the compacted one's for what it holds).
+    assert!(
+        map.memory_usage() <= one.memory_usage(),
+        "{}",
+        map.memory_usage()
+    );
+    changed("the last removal", &mut map, |map| {
+        map.remove(&keys[0]);
+    });
+    changed("compact", &mut map, FastArt::compact);
+    assert_eq!(map.memory_usage(), 0);
+    changed("inserts after", &mut map, |map| {
+        map.extend(keys.iter().zip(0..))
+    });
+    assert_eq!(map.len(), keys.len());
+}
+
 #[test]
 fn long_keys_and_boxed_values_are_counted() {
     // Prefixes and suffixes past 254 bytes are stored out of line, and so

@@ -496,6 +496,10 @@ impl<V> FastArt<V> {
     /// way (see the type's docs).
     fn try_insert_in_place(&mut self, key: &[u8], value: V) -> Result<Option<V>, InsertError<V>> {
         if !self.raw.has_room_for_insert() {
+            // A replacement allocates nothing: only a new key needs room.
+            if let Some(old) = self.get_mut(key) {
+                return Ok(Some(mem::replace(old, value)));
+            }
             let error = Error::CapacityExceeded {
                 bytes: self.memory_usage(),
             };
@@ -1270,6 +1274,10 @@ mod tests {
         }
         let bytes = map.memory_usage();
         assert!(map.try_insert(path(taken), 0).is_err(), "still full");
+        assert_eq!(map.memory_usage(), bytes);
+        // A key already there takes its new value: that needs no room.
+        assert_eq!(map.try_insert(path(0), 70).ok(), Some(Some(0)));
+        assert_eq!(map.insert(path(0), 0), Some(70));
         assert_eq!(map.memory_usage(), bytes);
 
         for i in (0..taken).step_by(2) {

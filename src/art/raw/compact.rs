@@ -274,6 +274,13 @@ impl<V> RawArt<V> {
         self.grown = 0;
         self.len_at_compact = self.len;
         if self.root == 0 {
+            // Nothing is live (the keys were removed): give every chunk
+            // back, as `clear` does.
+            self.nodes.reset();
+            self.leaves.reset();
+            self.scratch = Vec::new();
+            self.leaves_in_order = false;
+            self.clustered = false;
             return;
         }
         let entries = self.compact_leaves();
@@ -397,6 +404,8 @@ impl<V> RawArt<V> {
     fn compact_nodes(&mut self, entries: &[Entry]) -> bool {
         let mut root = self.root;
         if is_leaf(root) {
+            // No node is live (one key is left): free the nodes' chunks.
+            self.nodes.reset();
             return false;
         }
         let mut nodes = Arena::line_aware();
