@@ -112,6 +112,44 @@ fn compacting_a_map_removed_down_to_one_key_or_none_frees_it() {
     assert_eq!(map.len(), keys.len());
 }
 
+/// The last `remove` gives every chunk back, as `clear` and BTreeMap do:
+/// a map emptied one key at a time kept the chunks of its largest size
+/// until it was compacted or dropped (2026-11-27).
+#[test]
+fn removing_the_last_key_frees_the_map() {
+    let mut keys = paths(20_000);
+    keys.sort();
+    keys.dedup();
+    let mut map: FastArt<u64> = keys.iter().zip(0..).collect();
+    changed("removals down to one key", &mut map, |map| {
+        for key in &keys[1..] {
+            map.remove(key);
+        }
+    });
+    assert!(map.memory_usage() > 100 << 10, "chunks kept while a key is");
+    changed("the last removal", &mut map, |map| {
+        assert_eq!(map.remove(&keys[0]), Some(0));
+    });
+    assert_eq!(map.memory_usage(), 0);
+    assert!(map.is_empty());
+    // Drained from the front the same way (pop_first), then refilled.
+    changed("refilled", &mut map, |map| map.extend(keys.iter().zip(0..)));
+    changed("drained", &mut map, |map| {
+        let mut popped = 0;
+        while let Some((key, value)) = map.pop_first() {
+            assert_eq!(key, keys[popped]);
+            assert_eq!(value, popped as u64);
+            popped += 1;
+        }
+        assert_eq!(popped, keys.len());
+    });
+    assert_eq!(map.memory_usage(), 0);
+    changed("inserts after", &mut map, |map| {
+        map.extend(keys.iter().zip(0..))
+    });
+    assert_eq!(map.len(), keys.len());
+}
+
 #[test]
 fn long_keys_and_boxed_values_are_counted() {
     // Prefixes and suffixes past 254 bytes are stored out of line, and so

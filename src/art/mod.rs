@@ -516,13 +516,17 @@ impl<V> FastArt<V> {
         }
     }
 
-    /// Removes `key`; returns its value.
+    /// Removes `key`; returns its value. Removing the last key frees all
+    /// the map's memory, as [`clear`](Self::clear) does; the space of other
+    /// removals is reused by later inserts, or given back by
+    /// [`compact`](Self::compact).
     ///
     /// ```
     /// let mut map: memkv::FastArt<u8> = [("a", 1)].into_iter().collect();
     /// assert_eq!(map.remove("a"), Some(1));
     /// assert_eq!(map.remove("a"), None);
     /// assert!(map.is_empty());
+    /// assert_eq!(map.memory_usage(), 0);
     /// ```
     #[inline]
     pub fn remove(&mut self, key: impl AsRef<[u8]>) -> Option<V> {

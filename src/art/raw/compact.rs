@@ -276,11 +276,7 @@ impl<V> RawArt<V> {
         if self.root == 0 {
             // Nothing is live (the keys were removed): give every chunk
             // back, as `clear` does.
-            self.nodes.reset();
-            self.leaves.reset();
-            self.scratch = Vec::new();
-            self.leaves_in_order = false;
-            self.clustered = false;
+            self.release_arenas();
             return;
         }
         let entries = self.compact_leaves();

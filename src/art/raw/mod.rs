@@ -700,7 +700,13 @@ impl<V> RawArt<V> {
                     }
                 }
                 self.len -= 1;
-                return Some(self.free_leaf(r));
+                let value = self.free_leaf(r);
+                if self.len == 0 {
+                    // As BTreeMap does: a map emptied by removals holds no
+                    // memory, not the chunks of its largest size.
+                    self.release_arenas();
+                }
+                return Some(value);
             }
             let node = self.node(r);
             let prefix = node.prefix();
@@ -728,6 +734,19 @@ impl<V> RawArt<V> {
     }
 
     /// Frees leaf `r` and returns its value.
+    /// Gives every chunk back and forgets the layout's history. Only for an
+    /// empty tree: every index into the arenas becomes invalid.
+    pub(crate) fn release_arenas(&mut self) {
+        debug_assert!(self.root == 0 && self.len == 0 && self.heap_extra == 0);
+        self.nodes.reset();
+        self.leaves.reset();
+        self.scratch = Vec::new();
+        self.clustered = false;
+        self.grown = 0;
+        self.len_at_compact = 0;
+        self.leaves_in_order = false;
+    }
+
     fn free_leaf(&mut self, r: u32) -> V {
         let p = self.ptr(r);
         // SAFETY: invariants 1, 2, 6: a live leaf with a live value; it is
@@ -1055,15 +1074,9 @@ impl<V> Teardown<'_, V> {
                 unsafe { bytes::free(node.prefix_field()) };
             }
         }
-        self.art.nodes.reset();
-        self.art.leaves.reset();
-        self.art.scratch = Vec::new();
         self.art.len = 0;
         self.art.heap_extra = 0;
-        self.art.clustered = false;
-        self.art.grown = 0;
-        self.art.len_at_compact = 0;
-        self.art.leaves_in_order = false;
+        self.art.release_arenas();
         self.finished = true;
     }
 }
