@@ -879,7 +879,8 @@ impl<V> FastArt<V> {
     /// removals and node growth left unused (the regions below leave a
     /// little room of their own: on the Debian paths the map went from 35.3
     /// to 35.7 bytes per key; a map small enough for the CPU caches is
-    /// copied without them and only shrinks).
+    /// copied without them, and grows by no more than a line or two of
+    /// rounding).
     ///
     /// Keys inserted in random order end up scattered over memory, so a
     /// lookup touches a new cache line at nearly every level and an ordered

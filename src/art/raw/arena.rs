@@ -181,9 +181,10 @@ impl Arena {
     /// by eighths and leaving a tail unused.
     pub(crate) fn plan(&mut self, units: usize) {
         // Each chunk may end in a tail too short for the block that follows
-        // (a small plan, whose tails are short, gets a share of itself).
+        // (a small plan, whose tails are short, gets a share of itself: a
+        // sixty-fourth; an eighth made small maps grow by compaction).
         let chunks = units / CHUNK_UNITS + 8;
-        self.planned = units + (chunks * LINE_UNITS * 4).min(units / 8);
+        self.planned = units + (chunks * LINE_UNITS * 4).min(units / 64);
         self.growth_divisor = 64;
     }
 
@@ -446,6 +447,10 @@ impl Arena {
         self.free = Vec::new();
         self.free_units = 0;
         self.chunk_bytes = 0;
+        // Grown again from nothing, as a new arena: slow growth after a
+        // plan would take hundreds of small chunks to reach full ones.
+        self.planned = 0;
+        self.growth_divisor = 8;
     }
 
     /// Heap bytes held: chunks, the chunk table and the free-list heads.
@@ -704,6 +709,21 @@ mod tests {
     #[test]
     fn growth_takes_few_chunks() {
         let mut arena = Arena::new();
+        while arena.total_units() < 4 * CHUNK_UNITS {
+            arena.alloc(MAX_BLOCK_UNITS);
+        }
+        assert!(arena.chunks.len() <= 64, "{} chunks", arena.chunks.len());
+    }
+
+    /// A reset arena grows again as a new one does: it kept the slow
+    /// growth that follows a plan, and took hundreds of chunks to reach
+    /// full ones (2026-11-27, a review).
+    #[test]
+    fn a_reset_arena_grows_as_a_new_one() {
+        let mut arena = Arena::new();
+        arena.plan(3 * LINE_UNITS);
+        arena.alloc(2);
+        arena.reset();
         while arena.total_units() < 4 * CHUNK_UNITS {
             arena.alloc(MAX_BLOCK_UNITS);
         }
