@@ -2,6 +2,7 @@
 //! writes go on through fresh delta → sealed delta → base.
 
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -295,6 +296,129 @@ fn a_panic_in_the_entries_of_a_build_in_one_go_is_passed_on() {
         let payload = built.expect_err("the iterator panicked");
         assert_eq!(payload.downcast_ref::<&str>(), Some(&"entry 4500 is bad"));
     }
+}
+
+/// A value that counts its encodings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tallied(u64);
+
+static ENCODED: AtomicUsize = AtomicUsize::new(0);
+
+impl FrozenValue for Tallied {
+    const TYPE_NAME: &'static str = "Tallied";
+    type Column = IntColumn;
+    fn encode(&self) -> u64 {
+        ENCODED.fetch_add(1, Ordering::Relaxed);
+        self.0
+    }
+    fn decode(encoded: u64) -> Self {
+        Tallied(encoded)
+    }
+}
+
+/// Once the caller's iterator has panicked, the build cannot succeed: the
+/// other threads stop without building their parts. They took the closed
+/// channel for the end of the entries, and built every part of their
+/// shares, encoding every value, before the panic came out (2026-11-27, a
+/// review).
+#[test]
+fn a_build_in_shares_whose_entries_panic_builds_nothing() {
+    let entries = shuffled(20_000).enumerate().map(|(at, i)| {
+        assert!(at != 19_999, "the last entry is bad");
+        (key(i), Tallied(i))
+    });
+    let config = HybridConfig::new().part_keys(100).build_threads(2);
+    let built = panic::catch_unwind(AssertUnwindSafe(|| config.build_from(entries)));
+    assert!(built.is_err(), "the iterator panicked");
+    assert_eq!(ENCODED.load(Ordering::Relaxed), 0, "values encoded");
+}
+
+/// A value whose `Drop` panics for `u64::MAX`.
+#[derive(Clone, Debug, PartialEq)]
+struct Bomb(u64);
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        assert!(self.0 != u64::MAX || thread::panicking(), "a bomb dropped");
+    }
+}
+
+impl FrozenValue for Bomb {
+    const TYPE_NAME: &'static str = "Bomb";
+    type Column = IntColumn;
+    fn encode(&self) -> u64 {
+        self.0
+    }
+    fn decode(encoded: u64) -> Self {
+        Bomb(encoded)
+    }
+}
+
+/// When another thread panics as it gathers its share (here, dropping the
+/// value a repeated key replaces), the calling thread stops reading the
+/// entries: it read them all, and built its own share, before passing
+/// the panic on.
+#[test]
+fn a_build_in_shares_stops_reading_when_a_thread_panics() {
+    let n = 300_000;
+    let read = AtomicUsize::new(0);
+    // The largest key, so that it falls in the second thread's share:
+    // first with a bomb, then again soon after the sample (4,096 entries).
+    let (first, rest): (Vec<u64>, Vec<u64>) = shuffled(n - 1).partition(|&i| i < 5000);
+    let entries = (std::iter::once((n - 1, Bomb(u64::MAX))))
+        .chain(first.into_iter().map(|i| (i, Bomb(i))))
+        .chain(std::iter::once((n - 1, Bomb(n - 1))))
+        .chain(rest.into_iter().map(|i| (i, Bomb(i))))
+        .map(|(i, value)| (key(i), value))
+        .inspect(|_| {
+            read.fetch_add(1, Ordering::Relaxed);
+        });
+    let config = HybridConfig::new().part_keys(1000).build_threads(2);
+    let built = panic::catch_unwind(AssertUnwindSafe(|| config.build_from(entries)));
+    let payload = built.expect_err("the replaced value's Drop panicked");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"a bomb dropped"));
+    let read = read.load(Ordering::Relaxed);
+    assert!(read < n as usize / 2, "{read} entries read");
+}
+
+/// `build_threads` takes any number: no more threads start than the
+/// sample's distinct keys give shares of whole trees (here 200 keys, 25
+/// threads). `usize::MAX` overflowed (2026-11-27, a review), and a
+/// thread started for each key of the sample.
+#[test]
+fn a_build_in_shares_on_more_threads_than_keys() {
+    for threads in [100_000, usize::MAX] {
+        let config =
+            (HybridConfig::new().part_keys(100).min_delta_keys(200)).build_threads(threads);
+        let map = config.build_from(shuffled(5000).map(|i| (key(i), Tallied(i))));
+        let stats = map.stats();
+        assert_eq!((stats.len, stats.base_keys), (5000, 5000), "{threads}");
+        assert!((0..5000).all(|i| map.get(key(i)) == Some(Tallied(i))));
+    }
+}
+
+/// Parts of one key each: a merge cut an empty part before an old part
+/// of one key (half the target is 0), with the empty key one whose bounds
+/// were equal (2026-11-27, a review).
+#[test]
+fn parts_of_one_key() {
+    let map: HybridMap<u64> = HybridConfig::new().part_keys(1).manual().build();
+    for (i, k) in ["a", "b", "c"].into_iter().enumerate() {
+        map.insert(k, i as u64);
+    }
+    map.freeze().unwrap();
+    map.insert("", 9);
+    map.freeze().unwrap();
+    let all: Vec<(Vec<u8>, u64)> = map.iter().collect();
+    assert_eq!(
+        all,
+        [(&b""[..], 9), (b"a", 0), (b"b", 1), (b"c", 2)].map(|(k, v)| (k.to_vec(), v))
+    );
+    let stats = map.stats();
+    assert_eq!(
+        (stats.base_keys, stats.base_parts, stats.failed_merges),
+        (4, 4, 0)
+    );
 }
 
 /// A value whose encoding of `HOLD` blocks until the test opens the gate:

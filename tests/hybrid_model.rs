@@ -559,10 +559,12 @@ proptest! {
     // At most 200 cases, fewer if PROPTEST_CASES says so.
     #![proptest_config(ProptestConfig { cases: ProptestConfig::default().cases.min(200), ..ProptestConfig::default() })]
 
-    /// Merges only when asked, synchronously or in the background.
+    /// Merges only when asked, synchronously or in the background, into
+    /// parts of 1 to 4 keys (at 1, a merge cut empty parts until
+    /// 2026-11-27).
     #[test]
-    fn manual_merges(ops in prop::collection::vec(op(), 0..80)) {
-        run(HybridConfig::new().manual(), 4, ops)?;
+    fn manual_merges(ops in prop::collection::vec(op(), 0..80), part_keys in 1..5usize) {
+        run(HybridConfig::new().manual(), part_keys, ops)?;
     }
 
     /// The policy merges in the background every few writes, so reads and

@@ -139,11 +139,19 @@ impl<V> FrontCoded<V> {
     /// Pushes an entry whose key is above the last one's.
     fn push(&mut self, key: &[u8], value: V) {
         let shared = common_prefix(&self.last, key).min(u32::MAX as usize);
+        reserve_a_quarter(&mut self.suffixes, key.len() - shared);
+        reserve_a_quarter(&mut self.entries, 1);
+        reserve_a_quarter(&mut self.shared, 1);
         self.suffixes.extend_from_slice(&key[shared..]);
         self.entries.push((self.suffixes.len(), value));
         self.shared.push(shared as u32);
         self.last.truncate(shared);
         self.last.extend_from_slice(&key[shared..]);
+    }
+
+    /// Bytes of suffixes held.
+    fn suffix_bytes(&self) -> usize {
+        self.suffixes.len()
     }
 
     /// The key pushed last.
@@ -186,6 +194,15 @@ impl<V> FrontCoded<V> {
     }
 }
 
+/// Makes room in `buffer` for `more` items, growing it by a quarter at
+/// least: a buffer grown to a part's size then holds at most a quarter
+/// more than that (doubling: up to twice).
+fn reserve_a_quarter<T>(buffer: &mut Vec<T>, more: usize) {
+    if buffer.capacity() - buffer.len() < more {
+        buffer.reserve_exact(more.max(buffer.capacity() / 4));
+    }
+}
+
 /// Trees per share: a thread gathers its share's entries in this many
 /// trees of consecutive ranges, and drops each once the parts holding its
 /// keys are built, so that the trees shrink as the base grows.
@@ -213,10 +230,20 @@ impl<V: FrozenValue + Clone> Share<V> {
     }
 }
 
+/// What the calling thread passes to a share's thread.
+enum Gathered<V> {
+    /// Entries for tree `.0` (an index among all the shares' trees).
+    Batch(usize, Batch<V>),
+    /// Every entry is in: build the parts. A channel that closes without
+    /// it means the build was abandoned (a panic in the caller's iterator,
+    /// or in another thread), and nothing is built.
+    End,
+}
+
 /// Where one share's entries go.
 enum Gatherer<V> {
     /// To another thread, which gathers them and builds its parts.
-    Sent(SyncSender<(usize, Batch<V>)>),
+    Sent(SyncSender<Gathered<V>>),
     /// Into trees of this thread's (the first share, and any whose thread
     /// could not be started).
     Kept(Share<V>),
@@ -247,11 +274,14 @@ where
     K: AsRef<[u8]>,
     V: FrozenValue + Clone + Send + Sync,
 {
-    let pivots = pivots(&sample, threads * TREES_PER_SHARE);
+    let pivots = pivots(&sample, threads.saturating_mul(TREES_PER_SHARE));
     // Tree `i` holds the keys from `lowers[i]` up to `lowers[i + 1]`; share
     // `s` the trees `firsts[s]..firsts[s + 1]`.
     let mut lowers: Vec<Box<[u8]>> = vec![Box::default()];
     lowers.extend(pivots.iter().cloned());
+    // No more shares than the sample's distinct keys give whole ones: more
+    // threads would each gather a sliver (and `threads` may be anything).
+    let threads = threads.clamp(1, lowers.len().div_ceil(TREES_PER_SHARE));
     let firsts: Vec<usize> = (0..=threads)
         .map(|share| share * lowers.len() / threads)
         .collect();
@@ -283,32 +313,45 @@ where
             }
         }
         let mut batches: Vec<Batch<V>> = (0..lowers.len()).map(|_| Batch::new()).collect();
+        // Whether every thread took every batch: one that stops early has
+        // panicked (a replaced value's `Drop`), and its join passes that on
+        // without this thread reading the rest or building its shares.
+        let mut taken = true;
         for (key, value) in sample.into_iter().chain(rest) {
             let key = key.as_ref();
             let tree = pivots.partition_point(|pivot| **pivot <= *key);
             batches[tree].push(key, value);
             if batches[tree].entries.len() == BATCH {
                 let batch = mem::replace(&mut batches[tree], Batch::new());
-                pass(&mut gatherers[owners[tree]], tree, batch);
+                taken = pass(&mut gatherers[owners[tree]], tree, batch);
+                if !taken {
+                    break;
+                }
             }
         }
-        for (tree, batch) in batches.into_iter().enumerate() {
-            pass(&mut gatherers[owners[tree]], tree, batch);
+        if taken {
+            for (tree, batch) in batches.into_iter().enumerate() {
+                taken &= pass(&mut gatherers[owners[tree]], tree, batch);
+            }
         }
         let gathered = Instant::now();
-        // Closing the channels tells the other threads that their entries
-        // are all in: they build their parts while this one builds the
+        // The other threads build their parts while this one builds the
         // kept shares'.
         let mut results: Vec<Option<ShareBuilt<V>>> = (0..threads).map(|_| None).collect();
-        // (Collected first, so that the senders are dropped before the
-        // kept shares are built.)
-        let kept: Vec<(usize, Share<V>)> = (gatherers.into_iter().enumerate())
-            .filter_map(|(i, gatherer)| match gatherer {
-                Gatherer::Kept(share) => Some((i, share)),
-                Gatherer::Sent(_) => None,
-            })
-            .collect();
-        for (i, share) in kept {
+        let mut kept = Vec::new();
+        for (i, gatherer) in gatherers.into_iter().enumerate() {
+            match gatherer {
+                Gatherer::Kept(share) => kept.push((i, share)),
+                Gatherer::Sent(sender) => {
+                    if taken {
+                        // (Fails only if the thread panicked, which its
+                        // join passes on.)
+                        let _ = sender.send(Gathered::End);
+                    }
+                }
+            }
+        }
+        for (i, share) in kept.into_iter().filter(|_| taken) {
             // (A share with no trees, of fewer distinct keys in the sample
             // than shares, has no parts.)
             if !share.trees.is_empty() {
@@ -534,20 +577,18 @@ where
     let started = Instant::now();
     let target = part_keys.max(1);
     let threads = threads.max(1);
-    // Sized for a part from the sample's keys (in order, as the caller
-    // checked), and reused: grown by doubling, a turn's buffers would end
-    // up to twice a part's keys.
+    // A turn's buffers are reused from part to part. New ones are sized
+    // for what has been read: the sample (in order, as the caller checked),
+    // then the first part filled. Sized for a part at the sample's mean,
+    // they asked for 75 GB before reading 256 MB of long keys into one
+    // part (2026-11-27, a review).
     let suffix_bytes: usize = (sample.windows(2))
         .map(|pair| {
             let (before, key) = (pair[0].0.as_ref(), pair[1].0.as_ref());
             key.len() - common_prefix(before, key)
         })
         .sum();
-    let mean = suffix_bytes.div_ceil(sample.len().max(1));
-    let sized = || {
-        let entries = target.min(1 << 24);
-        FrontCoded::with_capacity(entries, mean.saturating_mul(entries) / 10 * 11)
-    };
+    let mut room = (sample.len().min(target), suffix_bytes);
     let mut entries = sample.into_iter().chain(&mut *rest);
     let mut settled = Settled {
         parts: Vec::new(),
@@ -560,7 +601,7 @@ where
         }];
         let mut index = 0;
         let mut lower: Box<[u8]> = Box::default();
-        let mut filling = sized();
+        let mut filling = FrontCoded::with_capacity(room.0, room.1);
         let mut next = None;
         // The caller's iterator runs outside any catching of panics: a
         // panic in it is the caller's, passed on once the threads stop.
@@ -572,6 +613,7 @@ where
                 break;
             }
             if filling.len() >= target {
+                room = (filling.len(), filling.suffix_bytes());
                 let upper: Box<[u8]> = bytes.into();
                 let run = Run {
                     index,
@@ -588,7 +630,8 @@ where
                 }
                 let turn = &mut turns[index % threads];
                 turn.settle(&mut settled);
-                filling = turn.spare.take().unwrap_or_else(sized);
+                filling = (turn.spare.take())
+                    .unwrap_or_else(|| FrontCoded::with_capacity(room.0, room.1));
                 // (`filling` holds nothing yet: all the entries read so
                 // far are in the runs.)
                 if !settled.failed.is_empty() {
@@ -713,29 +756,38 @@ fn pivots<K: AsRef<[u8]>, V>(sample: &[(K, V)], threads: usize) -> Vec<Box<[u8]>
 }
 
 /// Passes `batch`, of keys in the range of tree `tree`, on to its share.
-fn pass<V: FrozenValue + Clone>(gatherer: &mut Gatherer<V>, tree: usize, batch: Batch<V>) {
+/// False if its thread has stopped taking batches, which it does only if
+/// it panicked.
+fn pass<V: FrozenValue + Clone>(gatherer: &mut Gatherer<V>, tree: usize, batch: Batch<V>) -> bool {
     match gatherer {
-        Gatherer::Kept(share) => share.add(tree, batch),
-        Gatherer::Sent(sender) => {
-            // The thread stops taking batches only if it panicked, which
-            // its join passes on.
-            let _ = sender.send((tree, batch));
+        Gatherer::Kept(share) => {
+            share.add(tree, batch);
+            true
         }
+        Gatherer::Sent(sender) => sender.send(Gathered::Batch(tree, batch)).is_ok(),
     }
 }
 
 /// Another thread's work: gathers the batches of one share, whose keys
-/// start at `lower`, then builds its parts.
+/// start at `lower`, then builds its parts, unless the build is abandoned
+/// first (see [`Gathered::End`]).
 fn gather_and_build<V: FrozenValue + Clone>(
-    batches: Receiver<(usize, Batch<V>)>,
+    batches: Receiver<Gathered<V>>,
     mut share: Share<V>,
     lower: Box<[u8]>,
     part_keys: usize,
 ) -> ShareBuilt<V> {
-    for (tree, batch) in batches {
-        share.add(tree, batch);
+    for gathered in batches {
+        match gathered {
+            Gathered::Batch(tree, batch) => share.add(tree, batch),
+            Gathered::End => return build_share(share.trees, lower, part_keys),
+        }
     }
-    build_share(share.trees, lower, part_keys)
+    ShareBuilt {
+        parts: Vec::new(),
+        trees: share.trees,
+        failure: Some(Outcome::Cancelled),
+    }
 }
 
 /// The parts of one share's keys, in `trees` (of consecutive ranges, from

@@ -169,8 +169,12 @@ fn stream<V: FrozenValue + Clone>(
             _ => {
                 let keys = old[within].keys;
                 let by_count = if size.regular(keys) {
-                    let halve =
-                        keys >= size.split_from && consumed == keys / 2 && len >= target / 2;
+                    // (`len > 0`: at a target of 1, half of it is 0, and
+                    // an empty part would be cut.)
+                    let halve = keys >= size.split_from
+                        && consumed == keys / 2
+                        && len > 0
+                        && len >= target / 2;
                     halve || len >= size.largest
                 } else {
                     len >= target

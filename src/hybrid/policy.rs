@@ -243,6 +243,9 @@ impl HybridConfig {
     /// Merges never take more than one thread: they run beside the map's
     /// users. By default the machine's cores, at most
     /// [`MAX_DEFAULT_BUILD_THREADS`](Self::MAX_DEFAULT_BUILD_THREADS).
+    /// Any number may be asked for; a build in shares starts no more
+    /// threads than the first entries' distinct keys give shares of eight
+    /// trees each.
     ///
     /// # Panics
     /// If `threads` is 0.

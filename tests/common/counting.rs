@@ -11,11 +11,16 @@ struct Counting;
 thread_local! {
     /// Bytes this thread asked for, less those it gave back.
     static NET: Cell<isize> = const { Cell::new(0) };
+    /// The most `NET` has been since [`reset_peak`].
+    static PEAK: Cell<isize> = const { Cell::new(0) };
 }
 
 fn count(bytes: isize) {
     // `try_with`: a thread's last frees may come after its locals are gone.
-    let _ = NET.try_with(|net| net.set(net.get() + bytes));
+    let _ = NET.try_with(|net| {
+        net.set(net.get() + bytes);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(net.get())));
+    });
 }
 
 // SAFETY: every call is passed on to `System` unchanged; counting has no
@@ -52,4 +57,17 @@ static ALLOCATOR: Counting = Counting;
 /// Bytes this thread holds now.
 pub(crate) fn held() -> isize {
     NET.with(Cell::get)
+}
+
+/// Starts measuring this thread's peak from what it holds now.
+#[allow(dead_code)] // (not every test binary measures peaks)
+pub(crate) fn reset_peak() {
+    PEAK.with(|peak| peak.set(held()));
+}
+
+/// The most this thread has held since [`reset_peak`]. (Blocks it
+/// allocated and another thread freed still count as held here.)
+#[allow(dead_code)]
+pub(crate) fn peak() -> isize {
+    PEAK.with(Cell::get)
 }
