@@ -22,8 +22,11 @@
 //! addresses 16 GiB; the leaves' fills first, at about 800 million Debian
 //! paths. [`FastArt::insert`] panics past that, like `Vec` past its
 //! capacity; [`FastArt::try_insert`] returns an [`InsertError`] instead,
-//! holding [`Error::CapacityExceeded`] and the value. Failing system
-//! allocations abort, as in the standard collections.
+//! holding [`Error::CapacityExceeded`] and the value. A
+//! [`remove`](FastArt::remove) that shrinks a node allocates the smaller
+//! one before freeing the larger, so in a node arena full to its last unit
+//! it panics too, the map unchanged. Failing system allocations abort, as
+//! in the standard collections.
 //!
 //! # Iteration without allocation
 //! Keys are not stored whole, so iterators assemble each key in a buffer they
