@@ -689,7 +689,7 @@ mod tests {
         }
         assert!(arena.chunks.len() <= 6, "{} chunks", arena.chunks.len());
         assert!(
-            arena.total_units() <= planned + planned / 64,
+            arena.total_units() <= planned + planned / 256,
             "{} units for a plan of {planned}",
             arena.total_units()
         );
