@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use memkv::{HybridConfig, HybridMap};
+use memkv::frozen::IntColumn;
+use memkv::{FrozenValue, HybridConfig, HybridMap};
 
 #[path = "common/gate.rs"]
 mod gate;
@@ -674,4 +675,91 @@ fn blind_writes_keep_len_exact_while_len_and_merges_settle_them() {
         map.iter().collect::<Vec<_>>(),
         model.into_iter().collect::<Vec<_>>()
     );
+}
+
+/// Whether `Blocky(42)`'s clone waits, and whether one is waiting.
+static CLONE_HOLD: AtomicBool = AtomicBool::new(false);
+static IN_CLONE: AtomicBool = AtomicBool::new(false);
+
+/// A `u64` whose clone, for the value 42, waits while `CLONE_HOLD` is set.
+#[derive(Debug, PartialEq, Eq)]
+struct Blocky(u64);
+
+impl Clone for Blocky {
+    fn clone(&self) -> Self {
+        if self.0 == 42 && CLONE_HOLD.load(Ordering::SeqCst) {
+            IN_CLONE.store(true, Ordering::SeqCst);
+            let start = Instant::now();
+            while CLONE_HOLD.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(10) {
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Blocky(self.0)
+    }
+}
+
+impl FrozenValue for Blocky {
+    const TYPE_NAME: &'static str = "Blocky";
+    type Column = IntColumn;
+    fn encode(&self) -> u64 {
+        self.0
+    }
+    fn decode(encoded: u64) -> Self {
+        Blocky(encoded)
+    }
+}
+
+/// With no blind write pending, `len` reads the count under the read lock
+/// (as the module's table says): it took the write lock every time, so it
+/// waited for every reader, and readers that came after waited for it
+/// (2026-11-27, a review). A `get` is held inside the read lock by a value
+/// whose `clone` waits.
+#[test]
+fn len_with_nothing_pending_waits_for_no_reader() {
+    let map: HybridMap<Blocky> = HybridConfig::new().manual().build();
+    map.insert("held", Blocky(42));
+    map.insert("other", Blocky(1));
+    assert_eq!(map.len(), 2);
+    assert_eq!(
+        map.stats().delta_pending,
+        0,
+        "no blind writes: nothing pending"
+    );
+    let len_done = AtomicBool::new(false);
+    let get_done = AtomicBool::new(false);
+    thread::scope(|s| {
+        CLONE_HOLD.store(true, Ordering::SeqCst);
+        // A reader that stays inside the read lock (cloning "held").
+        let reader = s.spawn(|| map.get("held"));
+        while !IN_CLONE.load(Ordering::SeqCst) {
+            thread::yield_now();
+        }
+        let counter = s.spawn(|| {
+            let len = map.len();
+            len_done.store(true, Ordering::SeqCst);
+            len
+        });
+        thread::sleep(Duration::from_millis(300));
+        // A second reader, of another key: readers share the lock.
+        let other = s.spawn(|| {
+            let value = map.get("other");
+            get_done.store(true, Ordering::SeqCst);
+            value
+        });
+        thread::sleep(Duration::from_millis(300));
+        let (len_returned, get_returned) = (
+            len_done.load(Ordering::SeqCst),
+            get_done.load(Ordering::SeqCst),
+        );
+        CLONE_HOLD.store(false, Ordering::SeqCst);
+        assert_eq!(reader.join().unwrap(), Some(Blocky(42)));
+        assert_eq!(counter.join().unwrap(), 2);
+        assert_eq!(other.join().unwrap(), Some(Blocky(1)));
+        assert!(
+            len_returned && get_returned,
+            "while a reader held the fresh delta's read lock: len returned: {len_returned}, \
+             a get of another key returned: {get_returned} (the docs: with nothing pending, \
+             len holds the read lock for one load)"
+        );
+    });
 }

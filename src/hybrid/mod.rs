@@ -85,7 +85,8 @@
 //! | [`entry`](HybridMap::entry) | the read lock while it looks the key's old value up, as `insert`; then the write lock until the entry is dropped: as long as the caller keeps it | as `insert` |
 //! | [`retain`](HybridMap::retain) | the read lock for its snapshot (as `iter`), then for each entry rejected the read lock for its old-value lookup, as `remove`, and the write lock while `keep` is asked again if another writer came since the snapshot, and the entry removed | as `iter`, then as `insert` |
 //! | [`stats`](HybridMap::stats) | the read lock for a few loads | as `get`; just after a merge sealed blind writes, that merge's count of them |
-//! | [`freeze`](HybridMap::freeze), [`save`](HybridMap::save), [`clear`](HybridMap::clear) | the merge lock | a merge already running, to its end |
+//! | [`freeze`](HybridMap::freeze), [`clear`](HybridMap::clear) | the merge lock | a merge already running, to its end |
+//! | [`save`](HybridMap::save) | the merge lock for its `freeze`, then none while it writes the base (a background merge that starts meanwhile may put some of its parts in place first, so the file may hold later writes in some ranges of keys and not in others) | as `freeze` |
 //!
 //! Readers never wait for a merge: the base and the sealed deltas are
 //! immutable and read through `Arc`s, and the lookups in them (the costly
@@ -622,8 +623,16 @@ impl<V: FrozenValue> Inner<V> {
         loop {
             let (seen, batch) = {
                 let fresh = self.read_fresh();
+                if fresh.pending() == 0 {
+                    // Nothing to settle: `len` and the layers, read together
+                    // under the read lock, are exact.
+                    let layers = self.layers.load_full();
+                    let len = self.len.load(Ordering::Acquire);
+                    drop(fresh);
+                    return self.with_sealed_pending(len, &layers);
+                }
                 budget = budget.min(fresh.pending());
-                if budget == 0 || fresh.pending() == 0 {
+                if budget == 0 {
                     break;
                 }
                 let batch = fresh.pending_batch(None, SETTLE_BATCH.min(budget));
