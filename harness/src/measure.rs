@@ -193,6 +193,22 @@ pub(crate) fn per_second(count: usize, elapsed: Duration) -> f64 {
 }
 
 /// A key for a failure message: escaped, shortened.
+/// Keys the map must not hold: every eighth key in sorted order with a
+/// 0x01 byte appended, unless that is a key too.
+fn absent_keys(p: &Prepared) -> Vec<Vec<u8>> {
+    let ds = &p.dataset;
+    let is_key = |probe: &[u8]| {
+        let at = (p.sorted).partition_point(|&j| ds.keys.get(j as usize) < probe);
+        p.sorted
+            .get(at)
+            .is_some_and(|&j| ds.keys.get(j as usize) == probe)
+    };
+    (p.sorted.iter().step_by(8))
+        .map(|&i| [ds.keys.get(i as usize), &[1]].concat())
+        .filter(|probe| !is_key(probe))
+        .collect()
+}
+
 fn show(key: &[u8]) -> String {
     let s = key.escape_ascii().to_string();
     if s.len() > 80 {
@@ -385,8 +401,24 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
     }
     let elapsed = start.elapsed();
     rec.lookup_ops_per_s = Some(per_second(n, elapsed));
-    rec.correct_lookups = Some(correct);
-    rec.lookups = Some(n as u64);
+    // Keys not in the map, untimed: every eighth key in sorted order with a
+    // 0x01 byte appended (0x00 would end the key for C-string maps), where
+    // that is not a key too. Each must be answered `None`: a map that
+    // answers for a key it does not hold passes every timed lookup.
+    let absent = absent_keys(p);
+    let mut absent_correct = 0u64;
+    for key in &absent {
+        match map.get(key) {
+            None => absent_correct += 1,
+            Some(got) if rec.failures.len() < MAX_FAILURES => rec.failures.push(format!(
+                "lookup: {} (not a key) returned {got}, expected nothing",
+                show(key)
+            )),
+            Some(_) => {}
+        }
+    }
+    rec.correct_lookups = Some(correct + absent_correct);
+    rec.lookups = Some((n + absent.len()) as u64);
     for i in wrong {
         let got = map.get(ds.keys.get(i));
         rec.failures.push(format!(
@@ -420,6 +452,22 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
         }
         let elapsed = start.elapsed();
         rec.batched_lookup_ops_per_s = Some(per_second(n, elapsed));
+        // The absent keys too, untimed, a batch at a time.
+        for batch in absent.chunks(LOOKUP_BATCH) {
+            keys.clear();
+            keys.extend(batch.iter().map(Vec::as_slice));
+            map.get_batch(&keys, &mut values);
+            for (got, key) in values.iter().zip(batch) {
+                match got {
+                    None => correct += 1,
+                    Some(got) if rec.failures.len() < MAX_FAILURES => rec.failures.push(format!(
+                        "batched lookup: {} (not a key) returned {got}, expected nothing",
+                        show(key)
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
         rec.correct_batched_lookups = Some(correct);
         for (i, got) in wrong {
             rec.failures.push(format!(
@@ -590,12 +638,26 @@ mod tests {
                 // Tests run in parallel, so the global `stats.allocated` moves
                 // with other tests; the per-thread counter doesn't.
                 assert!(rec.thread_allocated_bytes.unwrap() > 0, "{}", entry.name);
-                assert_eq!(rec.lookups, Some(p.dataset.len() as u64));
+                // Every key, and the keys made absent.
+                let absent = absent_keys(&p).len();
+                assert!(absent > p.dataset.len() / 9, "{absent} absent keys");
+                assert_eq!(rec.lookups, Some((p.dataset.len() + absent) as u64));
                 if REFERENCE.contains(&entry.name) {
                     assert!(rec.all_correct(), "{}: {:?}", entry.name, rec.failures);
                 }
             }
         }
+    }
+
+    /// Absent keys are never keys, not even where a key followed by 0x01
+    /// is one.
+    #[test]
+    fn absent_keys_are_not_keys() {
+        let p = prepared(Source::Sample);
+        let keys: std::collections::HashSet<&[u8]> = p.dataset.keys.iter().collect();
+        let absent = absent_keys(&p);
+        assert!(!absent.is_empty());
+        assert!(absent.iter().all(|key| !keys.contains(key.as_slice())));
     }
 
     #[test]

@@ -124,7 +124,8 @@ fn file_dataset_drops_blank_and_duplicate_lines_and_reports_them() {
     );
     assert_eq!(recs[0]["keys"], 4);
     assert_eq!(recs[0]["raw_key_bytes"], 1 + 1 + 2 + 1);
-    assert_eq!(recs[0]["correct_lookups"], 4);
+    // Every key, and one absent key (the first in order, with 0x01 added).
+    assert_eq!(recs[0]["correct_lookups"], 5);
     assert_eq!(recs[0]["iter_mismatches"], 0);
 }
 
@@ -167,8 +168,9 @@ fn json_records_have_the_documented_shape() {
         assert!(r["error"].is_null());
         assert_eq!(r["keys"], 2000);
         assert_eq!(r["raw_key_bytes"], 16000);
-        assert_eq!(r["correct_lookups"], 2000);
-        assert_eq!(r["lookups"], 2000);
+        // Every key, and an absent key for every eighth.
+        assert_eq!(r["correct_lookups"], 2250);
+        assert_eq!(r["lookups"], 2250);
         assert_eq!(r["runs"], 2);
         assert!(r["allocated_bytes"].as_u64().unwrap() > 16000);
     }
@@ -212,8 +214,9 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
     );
     assert!(abort.contains("during lookup"), "{abort}");
     assert!(recs[2]["error"].is_null());
-    assert_eq!(recs[2]["correct_lookups"], 450);
-    assert_eq!(recs[2]["correct_batched_lookups"], 450);
+    // 450 of the 500 keys, and the 63 absent ones.
+    assert_eq!(recs[2]["correct_lookups"], 513);
+    assert_eq!(recs[2]["correct_batched_lookups"], 513);
     assert_eq!(recs[2]["iter_mismatches"], 50);
     assert_eq!(recs[2]["batched_build_mismatches"], 50);
     assert!(
@@ -222,12 +225,12 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
     );
     let table = text(&out.stdout);
     assert!(
-        table.contains("90.000% (450/500) ✗; iteration ✗ 50 wrong"),
+        table.contains("91.119% (513/563) ✗; iteration ✗ 50 wrong"),
         "{table}"
     );
     assert!(table.contains("| selftest-wrong | "), "{table}");
     assert!(
-        table.contains("| lookups 450/500 ✗; build ✗ 50 wrong |"),
+        table.contains("| lookups 513/563 ✗; build ✗ 50 wrong |"),
         "{table}"
     );
     let failures = recs[2]["failures"].as_array().unwrap();
