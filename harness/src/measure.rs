@@ -209,6 +209,19 @@ fn absent_keys(p: &Prepared) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Whether the answer `got` for `key`, which is not a key, was nothing;
+/// else records it as a failure of `what`.
+fn answered_absent(what: &str, key: &[u8], got: Option<u64>, rec: &mut Record) -> bool {
+    let Some(got) = got else { return true };
+    if rec.failures.len() < MAX_FAILURES {
+        rec.failures.push(format!(
+            "{what}: {} (not a key) returned {got}, expected nothing",
+            show(key)
+        ));
+    }
+    false
+}
+
 fn show(key: &[u8]) -> String {
     let s = key.escape_ascii().to_string();
     if s.len() > 80 {
@@ -408,14 +421,7 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
     let absent = absent_keys(p);
     let mut absent_correct = 0u64;
     for key in &absent {
-        match map.get(key) {
-            None => absent_correct += 1,
-            Some(got) if rec.failures.len() < MAX_FAILURES => rec.failures.push(format!(
-                "lookup: {} (not a key) returned {got}, expected nothing",
-                show(key)
-            )),
-            Some(_) => {}
-        }
+        absent_correct += u64::from(answered_absent("lookup", key, map.get(key), rec));
     }
     rec.correct_lookups = Some(correct + absent_correct);
     rec.lookups = Some((n + absent.len()) as u64);
@@ -457,15 +463,8 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
             keys.clear();
             keys.extend(batch.iter().map(Vec::as_slice));
             map.get_batch(&keys, &mut values);
-            for (got, key) in values.iter().zip(batch) {
-                match got {
-                    None => correct += 1,
-                    Some(got) if rec.failures.len() < MAX_FAILURES => rec.failures.push(format!(
-                        "batched lookup: {} (not a key) returned {got}, expected nothing",
-                        show(key)
-                    )),
-                    Some(_) => {}
-                }
+            for (&got, key) in values.iter().zip(batch) {
+                correct += u64::from(answered_absent("batched lookup", key, got, rec));
             }
         }
         rec.correct_batched_lookups = Some(correct);
