@@ -147,6 +147,25 @@ pub(crate) struct SourceArgs {
     pub(crate) synthetic: Option<SyntheticKind>,
 }
 
+/// Whether `keys` generated keys, of which the harness itself holds
+/// `bytes_per_key` each, can be measured on a machine with `memory` bytes:
+/// a clear error instead of an aborted allocation.
+pub(crate) fn keys_fit(keys: usize, bytes_per_key: u64, memory: Option<u64>) -> Result<(), String> {
+    if keys > u32::MAX as usize {
+        return Err(format!("--keys {keys}: at most {}", u32::MAX));
+    }
+    let needed = keys as u64 * bytes_per_key;
+    match memory {
+        Some(memory) if needed > memory => Err(format!(
+            "--keys {keys}: the harness's own copies of the keys alone need about {:.1} GB, \
+             more than this machine's {:.1} GB of memory",
+            needed as f64 / 1e9,
+            memory as f64 / 1e9
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl DataArgs {
     /// The source these arguments name.
     pub(crate) fn source(&self) -> Result<Source, String> {
@@ -158,6 +177,14 @@ impl DataArgs {
                 if keys == 0 {
                     return Err("--keys must be at least 1".into());
                 }
+                let key_len = match kind {
+                    SyntheticKind::SeqU64 => 8,
+                    SyntheticKind::Random16 | SyntheticKind::Lsm => 16,
+                };
+                // The dataset and its copy in lookup order (key bytes,
+                // offsets, values), three orders of u32, the table of keys
+                // seen: the harness's own, before any structure.
+                keys_fit(keys, 2 * key_len + 60, crate::machine::memory_bytes())?;
                 Source::Synthetic { kind, keys }
             }
             (None, None) => Source::Sample,
@@ -227,6 +254,25 @@ mod tests {
         assert!(
             err.starts_with("--json ") && err.ends_with("is a directory"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn keys_past_memory_are_refused() {
+        assert!(keys_fit(1000, 100, Some(1 << 30)).is_ok());
+        assert!(keys_fit(1000, 100, None).is_ok(), "memory unknown");
+        let err = keys_fit(20_000_000, 100, Some(1_000_000_000)).unwrap_err();
+        assert_eq!(
+            err,
+            "--keys 20000000: the harness's own copies of the keys alone need about 2.0 GB, \
+             more than this machine's 1.0 GB of memory"
+        );
+        let err = keys_fit(usize::MAX, 100, None).unwrap_err();
+        assert!(err.ends_with(&format!("at most {}", u32::MAX)), "{err}");
+        let huge = parse(&["--synthetic", "lsm", "--keys", "4000000000"]).unwrap();
+        assert!(
+            huge.data.source().is_err(),
+            "more than any test machine has"
         );
     }
 

@@ -57,6 +57,11 @@ fn parse_cpuinfo(text: &str) -> (Option<String>, usize) {
     (model, count)
 }
 
+/// The machine's memory (`MemTotal`), if /proc/meminfo says.
+pub(crate) fn memory_bytes() -> Option<u64> {
+    parse_meminfo(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
 /// `MemTotal` in bytes.
 fn parse_meminfo(text: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;

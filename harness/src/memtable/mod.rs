@@ -94,8 +94,12 @@ fn find(name: &str) -> Option<&'static Impl> {
 fn keys(cli: &Cli) -> Result<usize, String> {
     match cli.data.keys {
         Some(0) => Err("--keys must be at least 1".into()),
-        Some(n) if n > u32::MAX as usize => Err(format!("--keys {n}: at most {}", u32::MAX)),
-        Some(n) => Ok(n),
+        Some(n) => {
+            // The dataset, the workload's copy in insert order with the
+            // values laid out, the lookup copy of both, the orders.
+            crate::cli::keys_fit(n, 300, crate::machine::memory_bytes())?;
+            Ok(n)
+        }
         None => Ok(DEFAULT_KEYS),
     }
 }
