@@ -9,26 +9,26 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::record::Record;
+use crate::structures::is_ours;
 
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 640;
-/// memkv's own structures are drawn in a different colour.
-const OURS: &[&str] = &[
-    "fastart",
-    "fastart-compact",
-    "fastart-noauto",
-    "frozen",
-    "hybrid",
-];
 
 /// Renders the chart as an SVG document.
 pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result<String, String> {
-    let points: Vec<(&str, f64, f64)> = records
+    // A structure that answered wrong is labelled with a ✗ and drawn
+    // hollow: its speed is not that of a working map.
+    let points: Vec<(String, f64, f64)> = records
         .iter()
         .filter(|r| r.error.is_none())
         .filter_map(|r| {
+            let mark = if r.all_correct == Some(false) {
+                " ✗"
+            } else {
+                ""
+            };
             Some((
-                r.structure.as_str(),
+                format!("{}{mark}", r.structure),
                 r.bytes_per_key?,
                 r.lookup_ops_per_s? / 1e6,
             ))
@@ -84,9 +84,9 @@ pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result
             })
             .collect();
         let mut elements = Vec::new();
-        for &(name, x, y) in &by_height {
+        for (name, x, y) in by_height {
             let (px, py) = chart.backend_coord(&(x, y));
-            let width = 8 * name.len() as i32;
+            let width = 8 * name.chars().count() as i32;
             let offsets = [
                 (8, -18),
                 (8, 4),
@@ -108,21 +108,25 @@ pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result
             };
             let offset = offsets.iter().copied().find(fits).unwrap_or(offsets[0]);
             placed.push((px + offset.0, py + offset.1, width));
-            let color = if OURS.contains(&name) { RED } else { BLUE };
+            let structure = name.trim_end_matches(" ✗");
+            let color = if is_ours(structure) { RED } else { BLUE };
+            let style = if structure.len() < name.len() {
+                color.stroke_width(2)
+            } else {
+                color.filled()
+            };
             elements.push(
                 EmptyElement::at((x, y))
-                    + Circle::new((0, 0), 5, color.filled())
-                    + Text::new(
-                        name.to_string(),
-                        offset,
-                        ("sans-serif", 14).into_font().color(&color),
-                    ),
+                    + Circle::new((0, 0), 5, style)
+                    + Text::new(name, offset, ("sans-serif", 14).into_font().color(&color)),
             );
         }
         chart.draw_series(elements).map_err(err)?;
         footer
             .draw(&Text::new(
-                format!("memkv-bench · {machine} · red: memkv, blue: others"),
+                format!(
+                    "memkv-bench · {machine} · red: memkv, blue: others · ✗, hollow: wrong answers"
+                ),
                 (16, 4),
                 ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
             ))
@@ -160,6 +164,10 @@ mod tests {
             error: Some("x".into()),
             ..Default::default()
         };
+        let wrong = Record {
+            all_correct: Some(false),
+            ..rec("rart", 100.0, 1e6)
+        };
         let svg = render(
             "sample",
             "cpu",
@@ -167,6 +175,7 @@ mod tests {
                 rec("fastart", 30.0, 5e6),
                 rec("btreemap", 90.0, 2e6),
                 failed,
+                wrong,
             ],
         )
         .unwrap();
@@ -174,7 +183,12 @@ mod tests {
         assert!(svg.contains("fastart") && svg.contains("btreemap"));
         assert!(!svg.contains("broken"));
         assert!(svg.contains("Memory per key vs lookup throughput — sample"));
-        assert_eq!(svg.matches("<circle").count(), 2);
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(svg.contains("rart ✗"), "a wrong point is marked");
+        let hollow = (svg.split("<circle").skip(1))
+            .filter(|c| c[..c.find('>').unwrap()].contains("fill=\"none\""))
+            .count();
+        assert_eq!(hollow, 1, "and hollow");
         assert!(render("s", "m", &[]).is_err());
     }
 }

@@ -240,6 +240,31 @@ impl Dataset {
     pub(crate) fn raw_value_bytes(&self) -> usize {
         self.value_len * self.len()
     }
+
+    /// A hash of the keys, their order and their values, as 16 hex digits:
+    /// the parent and each child compute it, so that a child that read a
+    /// file changed since the parent did is noticed. Not a cryptographic
+    /// hash: it guards against accidents (about 0.1 s per 500 MB).
+    pub(crate) fn fingerprint(&self) -> String {
+        const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mix = |h: u64, word: u64| (h ^ word).wrapping_mul(MUL).rotate_left(29);
+        let bytes = &self.keys.bytes;
+        let mut words = bytes.chunks_exact(8);
+        let mut h = mix(0, bytes.len() as u64);
+        for w in &mut words {
+            h = mix(h, u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        }
+        let mut tail = [0u8; 8];
+        tail[..words.remainder().len()].copy_from_slice(words.remainder());
+        h = mix(h, u64::from_le_bytes(tail));
+        for &offset in &self.keys.offsets {
+            h = mix(h, offset as u64);
+        }
+        for &value in &self.values {
+            h = mix(h, value);
+        }
+        format!("{:016x}", mix(h, self.value_len as u64))
+    }
 }
 
 /// Gathers distinct keys, dropping repeats.
@@ -510,6 +535,23 @@ mod tests {
                 limited: false
             }
         );
+    }
+
+    #[test]
+    fn fingerprints_tell_datasets_apart() {
+        let print = |data: &[u8]| parse(data, LoadOptions::default()).unwrap().fingerprint();
+        let base = print(b"alpha\nbeta\ngamma\n");
+        assert_eq!(base.len(), 16);
+        assert_eq!(base, print(b"alpha\nbeta\ngamma\n"));
+        for other in [
+            &b"alpha\nbeta\ngammb\n"[..], // a byte
+            b"beta\nalpha\ngamma\n",      // the order
+            b"alph\nabeta\ngamma\n",      // where a key ends
+            b"alpha\nbeta\n",             // a key fewer
+            b"alpha\n\nbeta\ngamma\n",    // a line number (the values)
+        ] {
+            assert_ne!(base, print(other), "{}", other.escape_ascii());
+        }
     }
 
     #[test]

@@ -43,6 +43,12 @@ pub(crate) fn current_phase() -> &'static str {
     *PHASE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A prefix scan: the prefix, and the run of the sorted keys it should
+/// yield (`start..end` in `Prepared::sorted`).
+type PrefixScan = (Vec<u8>, usize, usize);
+/// A range scan `[lo, hi)`, and the run of the sorted keys it should yield.
+type RangeScan = (Vec<u8>, Vec<u8>, usize, usize);
+
 /// A dataset with the orders and probes every structure is measured with.
 #[derive(Debug)]
 pub(crate) struct Prepared {
@@ -55,10 +61,16 @@ pub(crate) struct Prepared {
     /// Key indices in a fixed-seed shuffle, for lookups.
     lookup_order: Vec<u32>,
     /// Prefix scans: the prefix and the range of `sorted` it should yield.
-    prefixes: Vec<(Vec<u8>, usize, usize)>,
+    prefixes: Vec<PrefixScan>,
     /// Range scans `[start, end)`, with the range of `sorted` they should
     /// yield.
-    ranges: Vec<(Vec<u8>, Vec<u8>, usize, usize)>,
+    ranges: Vec<RangeScan>,
+    /// Scans checked but not timed, whose bounds are not keys (see
+    /// [`between_keys`]): prefixes, then ranges, as above.
+    unkeyed_prefixes: Vec<PrefixScan>,
+    unkeyed_ranges: Vec<RangeScan>,
+    /// [`Dataset::fingerprint`].
+    fingerprint: String,
     any_nul: bool,
 }
 
@@ -101,7 +113,9 @@ impl Prepared {
                 (key_at(pos).to_vec(), key_at(end).to_vec(), pos, end)
             })
             .collect();
+        let (unkeyed_prefixes, unkeyed_ranges) = between_keys(&dataset, &sorted, &probes, span);
         let any_nul = keys.any_nul();
+        let fingerprint = dataset.fingerprint();
         Prepared {
             dataset,
             dataset_order,
@@ -109,6 +123,9 @@ impl Prepared {
             lookup_order,
             prefixes,
             ranges,
+            unkeyed_prefixes,
+            unkeyed_ranges,
+            fingerprint,
             any_nul,
         }
     }
@@ -121,6 +138,7 @@ impl Prepared {
             keys: self.dataset.len() as u64,
             raw_key_bytes: self.dataset.keys.total_bytes() as u64,
             raw_value_bytes: self.dataset.raw_value_bytes() as u64,
+            dataset_fingerprint: Some(self.fingerprint.clone()),
             protocol: crate::record::PROTOCOL,
             workload: "map".into(),
             runs: 1,
@@ -192,7 +210,64 @@ pub(crate) fn per_second(count: usize, elapsed: Duration) -> f64 {
     count as f64 / elapsed.as_secs_f64().max(1e-9)
 }
 
-/// A key for a failure message: escaped, shortened.
+/// Scans whose bounds are not keys, around the probe keys `k`, with `e`
+/// the key 1% further on. Probes take turns, so that the slowest peers'
+/// checks grow by a third, not by two: the even ones the prefix `k` + 0x01
+/// (usually matching nothing) and the range [`k` + 0x01, `e` shortened by
+/// a byte), the odd ones the prefix of `k`'s first half + 0xFF (whose
+/// successor carries into the byte before) and the range [`k` shortened,
+/// `e` + 0x01). A bound that is a key is grown or shortened again until it
+/// is not; a range whose bounds would cross is left out (some maps panic
+/// on one). Each comes with the run of `sorted` it should yield.
+fn between_keys(
+    ds: &Dataset,
+    sorted: &[u32],
+    probes: &[usize],
+    span: usize,
+) -> (Vec<PrefixScan>, Vec<RangeScan>) {
+    let key = |i: u32| ds.keys.get(i as usize);
+    let below = |probe: &[u8]| sorted.partition_point(|&i| key(i) < probe);
+    let is_key = |probe: &[u8]| sorted.get(below(probe)).is_some_and(|&i| key(i) == probe);
+    let after = |k: &[u8]| {
+        let mut out = k.to_vec();
+        out.push(1);
+        while is_key(&out) {
+            out.push(1);
+        }
+        out
+    };
+    let before = |k: &[u8]| {
+        let mut out = k.to_vec();
+        loop {
+            out.pop()?;
+            if !is_key(&out) {
+                return Some(out);
+            }
+        }
+    };
+    let n = sorted.len();
+    let (mut prefixes, mut ranges) = (Vec::new(), Vec::new());
+    for (j, &pos) in probes.iter().enumerate() {
+        let (k, e) = (key(sorted[pos]), key(sorted[(pos + span).min(n - 1)]));
+        let (prefix, lo, hi) = if j % 2 == 0 {
+            (after(k), Some(after(k)), before(e))
+        } else {
+            let half = [&k[..k.len() / 2], &[0xFF]].concat();
+            (half, before(k), Some(after(e)))
+        };
+        let start = below(&prefix);
+        let end = start + sorted[start..].partition_point(|&i| key(i).starts_with(&prefix));
+        prefixes.push((prefix, start, end));
+        if let (Some(lo), Some(hi)) = (lo, hi)
+            && lo < hi
+        {
+            let (start, end) = (below(&lo), below(&hi));
+            ranges.push((lo, hi, start, end));
+        }
+    }
+    (prefixes, ranges)
+}
+
 /// Keys the map must not hold: every eighth key in sorted order with a
 /// 0x01 byte appended, unless that is a key too.
 fn absent_keys(p: &Prepared) -> Vec<Vec<u8>> {
@@ -222,6 +297,7 @@ fn answered_absent(what: &str, key: &[u8], got: Option<u64>, rec: &mut Record) -
     false
 }
 
+/// A key for a failure message: escaped, shortened.
 fn show(key: &[u8]) -> String {
     let s = key.escape_ascii().to_string();
     if s.len() > 80 {
@@ -390,6 +466,13 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
     rec.insert_ops_per_s = Some(per_second(n, elapsed));
     rec.self_reported_bytes = map.memory_usage().map(|x| x as u64);
     rec.notes.extend(map.notes());
+    if let Some(len) = map.len() {
+        rec.len_reported = Some(len as u64);
+        if len != n {
+            rec.failures
+                .push(format!("len() = {len} after a build of {n} distinct keys"));
+        }
+    }
 
     phase("lookup");
     // The keys to look up and their values, copied in lookup order (untimed,
@@ -517,7 +600,7 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
         rec.range_scans_per_s = Some(per_second(p.ranges.len(), range_time));
 
         let (mut expected, mut mismatches) = (0u64, 0u64);
-        for (prefix, lo, hi) in &p.prefixes {
+        for (prefix, lo, hi) in p.prefixes.iter().chain(&p.unkeyed_prefixes) {
             let mut check =
                 Checker::new(format!("prefix {}", show(prefix)), p, &p.sorted[*lo..*hi]);
             map.prefix(prefix, |k, v| check.check(k, v));
@@ -526,7 +609,7 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
             mismatches += m;
             rec.failures.extend(f);
         }
-        for (start, end, lo, hi) in &p.ranges {
+        for (start, end, lo, hi) in p.ranges.iter().chain(&p.unkeyed_ranges) {
             let what = format!("range [{}, {})", show(start), show(end));
             let mut check = Checker::new(what, p, &p.sorted[*lo..*hi]);
             map.range(start, end, |k, v| check.check(k, v));
@@ -642,7 +725,13 @@ mod tests {
                 assert!(absent > p.dataset.len() / 9, "{absent} absent keys");
                 assert_eq!(rec.lookups, Some((p.dataset.len() + absent) as u64));
                 if REFERENCE.contains(&entry.name) {
-                    assert!(rec.all_correct(), "{}: {:?}", entry.name, rec.failures);
+                    assert_eq!(
+                        rec.checks_passed(),
+                        Some(true),
+                        "{}: {:?}",
+                        entry.name,
+                        rec.failures
+                    );
                 }
             }
         }
@@ -675,6 +764,31 @@ mod tests {
         for (start, end, lo, hi) in &p.ranges {
             assert_eq!(hi - lo, 30);
             assert!(start < end);
+        }
+    }
+
+    #[test]
+    fn unkeyed_scans_expect_what_a_brute_force_count_says() {
+        let p = prepared(Source::Sample);
+        let keys: Vec<&[u8]> = p.dataset.keys.iter().collect();
+        let is_key = |k: &[u8]| keys.contains(&k);
+        assert_eq!(p.unkeyed_prefixes.len(), PROBES);
+        for (prefix, lo, hi) in &p.unkeyed_prefixes {
+            let count = keys.iter().filter(|k| k.starts_with(prefix)).count();
+            assert_eq!(hi - lo, count, "{}", prefix.escape_ascii());
+        }
+        assert!(
+            p.unkeyed_ranges.len() >= PROBES,
+            "{}",
+            p.unkeyed_ranges.len()
+        );
+        for (start, end, lo, hi) in &p.unkeyed_ranges {
+            assert!(start < end && !is_key(start) && !is_key(end));
+            let count = (keys.iter())
+                .filter(|k| start.as_slice() <= **k && **k < end.as_slice())
+                .count();
+            assert_eq!(hi - lo, count);
+            assert!(count > 0, "each range holds keys");
         }
     }
 

@@ -110,9 +110,18 @@ pub(crate) fn main(cli: &Cli) -> ExitCode {
 
     let records: Vec<Record> = runs.iter().map(|r| record::combine(r)).collect();
     print!("{}", report::tables(&records));
+    print!("{}", report::spread(&runs));
+    let (verdict, failed) = report::verdict(&records);
+    print!("{verdict}");
     let _ = std::io::stdout().flush();
 
-    let mut code = ExitCode::SUCCESS;
+    // Wrong answers of memkv's own structures fail the run, after every
+    // output is written.
+    let mut code = if failed {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    };
     if let Some(path) = &cli.json
         && let Err(msg) = write_json(path, &records)
     {
@@ -257,11 +266,28 @@ impl ChildRun<'_> {
         match child
             .run()
             .and_then(|json| parse_record(&json, |r: &Record| r.protocol))
+            .and_then(|record| same_data(record, summary))
         {
             Ok(record) => record,
             Err(e) => failed(e),
         }
     }
+}
+
+/// `record`, if its child measured the data the parent loaded (a dataset
+/// file can change between the two loads).
+fn same_data(record: Record, summary: &DatasetSummary) -> Result<Record, String> {
+    if record.dataset_fingerprint.as_ref() == Some(&summary.fingerprint) {
+        return Ok(record);
+    }
+    Err(format!(
+        "the child measured other data than the parent loaded (fingerprint {} of {} keys, \
+         expected {} of {}): was the dataset changed during the run?",
+        record.dataset_fingerprint.as_deref().unwrap_or("none"),
+        record.keys,
+        summary.fingerprint,
+        summary.keys
+    ))
 }
 
 /// One child process: this executable with `args`.
@@ -407,6 +433,27 @@ mod tests {
             "{err}"
         );
         assert!(select(Some(&[])).is_err());
+    }
+
+    #[test]
+    fn a_record_of_other_data_is_refused() {
+        let load = |text: &str| {
+            let path = std::env::temp_dir().join(format!(
+                "memkv-bench-same-data-{}-{}",
+                std::process::id(),
+                text.len()
+            ));
+            std::fs::write(&path, text).unwrap();
+            let ds = dataset::load(&Source::File(path.clone()), Default::default(), &mut |_| {});
+            std::fs::remove_file(&path).ok();
+            crate::measure::Prepared::new(ds.unwrap())
+        };
+        let (parent, child) = (load("a\nb\nc\n"), load("a\nb\nd\ne\n"));
+        let summary = DatasetSummary::of(&parent.dataset);
+        assert!(same_data(parent.base_record("x"), &summary).is_ok());
+        let err = same_data(child.base_record("x"), &summary).unwrap_err();
+        assert!(err.starts_with("the child measured other data"), "{err}");
+        assert!(err.contains("of 4 keys, expected"), "{err}");
     }
 
     #[test]

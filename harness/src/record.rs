@@ -91,6 +91,23 @@ pub(crate) struct Record {
     /// Entries of the batched build's map, read in order, that differed from
     /// the sorted dataset (as for `iter_mismatches`).
     pub(crate) batched_build_mismatches: Option<u64>,
+    /// The structure's own count of its entries after the build (`len()`),
+    /// checked against `keys`; `null` for structures without one.
+    #[serde(default)]
+    pub(crate) len_reported: Option<u64>,
+    /// Whether every check made was passed: lookups (batched too), the
+    /// iteration, the scans, the batched build and `len`; `null` when none
+    /// was made (an error came first). Set when the runs are combined.
+    #[serde(default)]
+    pub(crate) all_correct: Option<bool>,
+    /// Of `runs`, how many ended in an error (then `error` is the first).
+    #[serde(default)]
+    pub(crate) failed_runs: u32,
+    /// A hash of the keys and values the child measured, in dataset order,
+    /// which the parent compares with its own: a dataset file changed
+    /// while the harness ran is an error, not a silent mix.
+    #[serde(default)]
+    pub(crate) dataset_fingerprint: Option<String>,
     /// The first few wrong results, described.
     pub(crate) failures: Vec<String>,
     /// Facts needed to read the row.
@@ -98,16 +115,34 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    /// Whether every check passed (lookups, iteration, scans).
-    #[cfg(test)]
-    pub(crate) fn all_correct(&self) -> bool {
-        self.correct_lookups == self.lookups
-            && self
-                .correct_batched_lookups
-                .is_none_or(|c| Some(c) == self.lookups)
-            && self.batched_build_mismatches.unwrap_or(0) == 0
-            && self.iter_mismatches.unwrap_or(0) == 0
-            && self.scan_mismatches.unwrap_or(0) == 0
+    /// Whether every check made was passed (see [`Record::all_correct`]),
+    /// or `None` when none was made.
+    pub(crate) fn checks_passed(&self) -> Option<bool> {
+        let made = self.lookups.is_some()
+            || self.iter_mismatches.is_some()
+            || self.batched_build_mismatches.is_some()
+            || self.len_reported.is_some()
+            || !self.failures.is_empty();
+        made.then(|| {
+            self.correct_lookups == self.lookups
+                && (self.correct_batched_lookups).is_none_or(|c| Some(c) == self.lookups)
+                && self.batched_build_mismatches.unwrap_or(0) == 0
+                && self.iter_mismatches.unwrap_or(0) == 0
+                && self.scan_mismatches.unwrap_or(0) == 0
+                && self.len_reported.is_none_or(|len| len == self.keys)
+                // Every failure described is a wrong result (or a batched
+                // build that failed), whichever counter it comes with.
+                && self.failures.is_empty()
+        })
+    }
+
+    /// Whether this record fails the run: one of memkv's own structures
+    /// that ended in an error or answered wrong (or checked nothing).
+    /// A peer's errors and wrong answers are findings, reported, not
+    /// failures.
+    pub(crate) fn fails_the_run(&self) -> bool {
+        crate::structures::is_ours(&self.structure)
+            && (self.error.is_some() || self.all_correct != Some(true))
     }
 }
 
@@ -161,8 +196,17 @@ pub(crate) fn combine(runs: &[Record]) -> Record {
         .filter_map(|r| r.batched_build_mismatches)
         .max();
     out.scan_mismatches = runs.iter().filter_map(|r| r.scan_mismatches).max();
+    // The length furthest from the keys (all runs see the same keys).
+    out.len_reported = (runs.iter())
+        .filter_map(|r| r.len_reported)
+        .max_by_key(|len| len.abs_diff(first.keys));
     (out.error, out.failures, out.notes) =
         combine_remarks(runs, |r| (&r.error, &r.failures, &r.notes));
+    out.failed_runs = runs.iter().filter(|r| r.error.is_some()).count() as u32;
+    // A run that checked nothing (it failed first) does not make the
+    // others' checks pass or fail.
+    let checked: Vec<bool> = runs.iter().filter_map(Record::checks_passed).collect();
+    out.all_correct = (!checked.is_empty()).then(|| checked.iter().all(|&ok| ok));
     out
 }
 
@@ -173,14 +217,22 @@ pub(crate) fn median_of<R>(runs: &[R], get: impl Fn(&R) -> Option<f64>) -> Optio
 }
 
 /// What the runs of one structure say beside their numbers, folded into one
-/// record's: the first error, the failures of the first run that has any
-/// (each run lists the same checks, so one run's list shows what failed),
-/// and every distinct note once, in the order the runs give them.
+/// record's: the first error (saying how many runs failed, when there were
+/// several: the medians then come partly from runs that did not), the
+/// failures of the first run that has any (each run lists the same checks,
+/// so one run's list shows what failed), and every distinct note once, in
+/// the order the runs give them.
 pub(crate) fn combine_remarks<R>(
     runs: &[R],
     remarks: impl Fn(&R) -> (&Option<String>, &Vec<String>, &Vec<String>),
 ) -> (Option<String>, Vec<String>, Vec<String>) {
-    let error = runs.iter().find_map(|r| remarks(r).0.clone());
+    let failed = runs.iter().filter(|r| remarks(r).0.is_some()).count();
+    let error = (runs.iter().enumerate())
+        .find_map(|(i, r)| Some((i, remarks(r).0.as_ref()?)))
+        .map(|(i, error)| match runs.len() {
+            1 => error.clone(),
+            n => format!("{failed} of {n} runs failed; run {}: {error}", i + 1),
+        });
     let failures = (runs.iter())
         .map(|r| remarks(r).1)
         .find(|f| !f.is_empty())
@@ -257,7 +309,9 @@ mod tests {
         ];
         let (error, failures, notes) =
             combine_remarks(&runs, |r| (&r.error, &r.failures, &r.notes));
-        assert_eq!(error.as_deref(), Some("first"));
+        assert_eq!(error.as_deref(), Some("2 of 3 runs failed; run 2: first"));
+        let (alone, _, _) = combine_remarks(&runs[1..2], |r| (&r.error, &r.failures, &r.notes));
+        assert_eq!(alone.as_deref(), Some("first"));
         assert_eq!(failures, ["x", "y"]);
         assert_eq!(notes, ["a", "b", "c"]);
         assert_eq!(median_of(&runs, |_| None), None);
@@ -284,7 +338,8 @@ mod tests {
         assert_eq!(c.insert_ops_per_s, Some(2.0));
         assert_eq!(c.allocated_bytes, Some(100));
         assert_eq!(c.correct_lookups, Some(9));
-        assert_eq!(c.error.as_deref(), Some("boom"));
-        assert!(!c.all_correct());
+        assert_eq!(c.error.as_deref(), Some("1 of 3 runs failed; run 3: boom"));
+        assert_eq!(c.failed_runs, 1);
+        assert_eq!(c.all_correct, Some(false));
     }
 }

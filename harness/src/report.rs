@@ -26,6 +26,8 @@ pub(crate) struct DatasetSummary {
     pub(crate) raw_value_bytes: u64,
     /// What loading dropped.
     pub(crate) load: LoadReport,
+    /// [`Dataset::fingerprint`], which each child's record must repeat.
+    pub(crate) fingerprint: String,
 }
 
 impl DatasetSummary {
@@ -37,6 +39,7 @@ impl DatasetSummary {
             raw_key_bytes: ds.keys.total_bytes() as u64,
             raw_value_bytes: ds.raw_value_bytes() as u64,
             load: ds.report,
+            fingerprint: ds.fingerprint(),
         }
     }
 }
@@ -176,6 +179,9 @@ fn correctness(r: &Record) -> String {
     }
     if let Some(m) = r.scan_mismatches.filter(|&m| m > 0) {
         let _ = write!(s, "; scans ✗ {} wrong", thousands(m));
+    }
+    if let Some(len) = r.len_reported.filter(|&len| len != r.keys) {
+        let _ = write!(s, "; len() ✗ {}", thousands(len));
     }
     s
 }
@@ -355,6 +361,107 @@ pub(crate) fn tables(records: &[Record]) -> String {
     s
 }
 
+/// The verdict under the tables, and whether the run failed: it fails when
+/// one of memkv's own structures answered wrong or ended in an error. A
+/// peer's wrong answers and errors are findings, listed, not failures.
+pub(crate) fn verdict(records: &[Record]) -> (String, bool) {
+    let what_went_wrong = |r: &Record| match (&r.error, r.all_correct) {
+        (Some(_), Some(false)) => "an error and wrong answers",
+        (Some(_), _) => "an error",
+        (None, Some(false)) => "wrong answers",
+        (None, None) => "nothing checked",
+        (None, Some(true)) => "",
+    };
+    let (ours, peers): (Vec<&Record>, Vec<&Record>) =
+        (records.iter()).partition(|r| crate::structures::is_ours(&r.structure));
+    let failing: Vec<String> = (ours.iter())
+        .filter(|r| r.fails_the_run())
+        .map(|r| format!("{} ({})", r.structure, what_went_wrong(r)))
+        .collect();
+    let mut s = String::new();
+    if ours.is_empty() {
+        s.push_str("\nverdict: no memkv structure was measured");
+    } else if failing.is_empty() {
+        let names: Vec<&str> = ours.iter().map(|r| r.structure.as_str()).collect();
+        let _ = write!(
+            s,
+            "\nverdict: every answer of memkv's structures was right ({})",
+            names.join(", ")
+        );
+    } else {
+        let _ = write!(
+            s,
+            "\n**verdict: FAILED**: {} (the exit status is 3)",
+            failing.join(", ")
+        );
+    }
+    let findings: Vec<String> = (peers.iter())
+        .filter(|r| r.error.is_some() || r.all_correct != Some(true))
+        .map(|r| format!("{} ({})", r.structure, what_went_wrong(r)))
+        .collect();
+    if !findings.is_empty() {
+        let _ = write!(
+            s,
+            "; peers' findings, which do not fail the run: {}",
+            findings.join(", ")
+        );
+    }
+    s.push('\n');
+    (s, !failing.is_empty())
+}
+
+/// With several runs, how much each ratio to the baseline moved: run `i`
+/// of each structure paired with run `i` of the baseline (the runs go
+/// round-robin, so a pair was measured minutes apart), the lowest and
+/// highest ratio over the pairs. Empty for one run, or without the
+/// baseline.
+pub(crate) fn spread(runs: &[Vec<Record>]) -> String {
+    let Some(base) = runs
+        .iter()
+        .find(|r| r.first().is_some_and(|r| r.structure == BASELINE))
+    else {
+        return String::new();
+    };
+    if base.len() < 2 {
+        return String::new();
+    }
+    type Get = fn(&Record) -> Option<f64>;
+    let metrics: [Get; 4] = [
+        |r| r.insert_ops_per_s,
+        |r| r.lookup_ops_per_s,
+        |r| r.iter_keys_per_s,
+        |r| r.batched_lookup_ops_per_s,
+    ];
+    let mut s = format!(
+        "\nRatios to {BASELINE} run by run (run i of each structure against run i of {BASELINE}, \
+         measured minutes apart): lowest–highest over the runs, and how many pairs:\n\n\
+         | structure | insert/s | lookup/s | iter/s | batched lookup/s |\n|---|--:|--:|--:|--:|\n"
+    );
+    for structure in runs.iter().filter(|r| !std::ptr::eq(*r, base)) {
+        let Some(name) = structure.first().map(|r| r.structure.as_str()) else {
+            continue;
+        };
+        let cells: Vec<String> = (metrics.iter())
+            .enumerate()
+            .map(|(m, get)| {
+                // `batched lookup/s` is relative to the baseline's lookups.
+                let base_get = if m == 3 { metrics[1] } else { *get };
+                let ratios: Vec<f64> = (structure.iter().zip(base))
+                    .filter_map(|(r, b)| Some(get(r)? / base_get(b).filter(|&b| b > 0.0)?))
+                    .collect();
+                let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                match ratios.len() {
+                    0 => "—".into(),
+                    k => format!("{lo:.2}–{hi:.2}× ({k})"),
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "| {name} | {} |", cells.join(" | "));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,6 +502,8 @@ mod tests {
         let mut bad = rec("peer");
         bad.correct_lookups = Some(99_000);
         bad.iter_mismatches = Some(3);
+        bad.keys = 100_000;
+        bad.len_reported = Some(99_999);
         let failed = Record {
             structure: "frozen".into(),
             error: Some("not yet available".into()),
@@ -409,7 +518,7 @@ mod tests {
         );
         assert!(rows[3].contains("| 4.00 M (2.00×) | n/a |"), "{}", rows[3]);
         assert!(
-            rows[4].contains("99.000% (99,000/100,000) ✗; iteration ✗ 3 wrong"),
+            rows[4].contains("99.000% (99,000/100,000) ✗; iteration ✗ 3 wrong; len() ✗ 99,999"),
             "{}",
             rows[4]
         );
@@ -452,5 +561,75 @@ mod tests {
             t.contains("| frozen | — | — | 4.00 M (2.00×) | 2.00× | lookups 100% (100,000) |"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn verdict_fails_for_memkv_only() {
+        let ok = |name: &str| Record {
+            all_correct: Some(true),
+            ..rec(name)
+        };
+        let (text, failed) = verdict(&[ok("fastart"), ok("hybrid"), ok("btreemap")]);
+        assert!(!failed);
+        assert!(
+            text.contains("every answer of memkv's structures was right (fastart, hybrid)"),
+            "{text}"
+        );
+        // A peer's wrong answers are a finding; the run passes.
+        let wrong_peer = Record {
+            all_correct: Some(false),
+            ..rec("rart")
+        };
+        let (text, failed) = verdict(&[ok("fastart"), wrong_peer.clone()]);
+        assert!(!failed, "{text}");
+        assert!(
+            text.contains("peers' findings, which do not fail the run: rart (wrong answers)"),
+            "{text}"
+        );
+        // memkv's wrong answers, errors, and nothing checked all fail it.
+        let wrong = Record {
+            all_correct: Some(false),
+            ..rec("fastart")
+        };
+        let broken = Record {
+            error: Some("boom".into()),
+            ..ok("frozen")
+        };
+        let unchecked = rec("hybrid");
+        let (text, failed) = verdict(&[wrong, broken, unchecked, wrong_peer]);
+        assert!(failed);
+        assert!(
+            text.contains(
+                "**verdict: FAILED**: fastart (wrong answers), frozen (an error), \
+                 hybrid (nothing checked) (the exit status is 3)"
+            ),
+            "{text}"
+        );
+        let (text, failed) = verdict(&[ok("btreemap")]);
+        assert!(
+            !failed && text.contains("no memkv structure was measured"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn spread_pairs_each_run_with_the_baselines_same_run() {
+        let run = |name: &str, insert: f64, lookup: f64| Record {
+            insert_ops_per_s: Some(insert),
+            lookup_ops_per_s: Some(lookup),
+            iter_keys_per_s: None,
+            ..rec(name)
+        };
+        let base = vec![run("btreemap", 1e6, 1e6), run("btreemap", 2e6, 1e6)];
+        // Alone, the medians would give 1.5×; paired, the ratio is 1× and 2×.
+        let art = vec![run("fastart", 1e6, 3e6), run("fastart", 4e6, 2e6)];
+        let t = spread(&[art.clone(), base.clone()]);
+        assert!(
+            t.contains("| fastart | 1.00–2.00× (2) | 2.00–3.00× (2) | — | — |"),
+            "{t}"
+        );
+        assert!(!t.contains("| btreemap |"), "{t}");
+        assert_eq!(spread(&[art[..1].to_vec(), base[..1].to_vec()]), "");
+        assert_eq!(spread(&[art]), "", "no baseline");
     }
 }

@@ -22,14 +22,21 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Runs with `--json` and returns the records.
+/// Runs with `--json`, which must exit successfully, and returns the
+/// records.
 fn records(name: &str, args: &[&str]) -> (Output, Vec<Value>) {
+    records_exiting(0, name, args)
+}
+
+/// Runs with `--json`, which must exit with `status`, and returns the
+/// records.
+fn records_exiting(status: i32, name: &str, args: &[&str]) -> (Output, Vec<Value>) {
     let path = scratch(name);
     let mut all = args.to_vec();
     let p = path.to_str().unwrap();
     all.extend(["--json", p]);
     let out = bench(&all);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(status), "{}", text(&out.stderr));
     let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     std::fs::remove_file(&path).ok();
     (out, json.as_array().unwrap().clone())
@@ -172,6 +179,10 @@ fn json_records_have_the_documented_shape() {
         assert_eq!(r["correct_lookups"], 2250);
         assert_eq!(r["lookups"], 2250);
         assert_eq!(r["runs"], 2);
+        assert_eq!(r["failed_runs"], 0);
+        assert_eq!(r["all_correct"], true);
+        assert_eq!(r["len_reported"], 2000);
+        assert_eq!(r["dataset_fingerprint"].as_str().unwrap().len(), 16);
         assert!(r["allocated_bytes"].as_u64().unwrap() > 16000);
     }
     assert_eq!(recs[0]["structure"], "btreemap");
@@ -183,11 +194,27 @@ fn json_records_have_the_documented_shape() {
     let table = text(&out.stdout);
     assert!(table.contains("| hashbrown |"), "{table}");
     assert!(table.contains("(1.00×)"), "{table}");
+    // Two runs: each ratio's spread over the pairs of runs.
+    assert!(table.contains("Ratios to btreemap run by run"), "{table}");
+    let spread = (table.lines())
+        .find(|l| l.starts_with("| hashbrown | ") && l.contains("× (2) |"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        spread.ends_with("| — | — |"),
+        "no iteration, no batch: {spread}"
+    );
+    assert!(
+        table.contains("verdict: no memkv structure was measured"),
+        "{table}"
+    );
 }
 
 #[test]
 fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
-    let (out, recs) = records(
+    // The test doubles stand in for memkv's structures, whose failures
+    // fail the run.
+    let (out, recs) = records_exiting(
+        3,
         "faults.json",
         &[
             "--limit",
@@ -219,13 +246,27 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
     assert_eq!(recs[2]["correct_batched_lookups"], 513);
     assert_eq!(recs[2]["iter_mismatches"], 50);
     assert_eq!(recs[2]["batched_build_mismatches"], 50);
+    assert_eq!(recs[2]["len_reported"], 499);
+    assert_eq!(recs[2]["all_correct"], false);
+    assert_eq!(recs[3]["all_correct"], true);
+    // The checks made before the panic (`len`) passed; the crash left no
+    // record, so nothing was checked.
+    assert_eq!(recs[0]["all_correct"], true);
+    assert!(recs[1]["all_correct"].is_null());
     assert!(
         recs[3]["error"].is_null(),
         "a failing structure doesn't affect the others"
     );
     let table = text(&out.stdout);
     assert!(
-        table.contains("91.119% (513/563) ✗; iteration ✗ 50 wrong"),
+        table.contains("91.119% (513/563) ✗; iteration ✗ 50 wrong; len() ✗ 499"),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "**verdict: FAILED**: selftest-panic (an error), selftest-abort (an error), \
+             selftest-wrong (wrong answers) (the exit status is 3)"
+        ),
         "{table}"
     );
     assert!(table.contains("| selftest-wrong | "), "{table}");

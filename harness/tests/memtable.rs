@@ -36,6 +36,7 @@ fn every_memtable_and_order_gets_a_checked_record() {
         "### sequential order",
         "| memtable-art |",
         "targets, memtable-art vs memtable-skiplist: load",
+        "verdict: every answer was right",
     ] {
         assert!(stdout.contains(want), "missing {want:?} in\n{stdout}");
     }
@@ -57,6 +58,8 @@ fn every_memtable_and_order_gets_a_checked_record() {
             assert!(r[field].as_f64().unwrap() > 0.0, "{name}: {field}");
         }
         assert_eq!(r["correct_lookups"], r["lookups"], "{name}");
+        assert_eq!(r["all_correct"], true, "{name}");
+        assert_eq!(r["failed_runs"], 0, "{name}");
         assert_eq!(r["lookups"], 3000);
         assert_eq!(r["write_path_correct"], r["write_path_reads"], "{name}");
         assert_eq!(r["flush_iter_mismatches"], 0, "{name}");

@@ -283,6 +283,8 @@ pub(crate) fn parent_main(cli: &Cli) -> ExitCode {
     }
     bar.finish_and_clear();
     print!("{}", report::footer());
+    let (verdict, failed) = report::verdict(&all);
+    print!("{verdict}");
 
     if let Some(path) = &cli.json {
         let json = serde_json::to_string_pretty(&all).expect("records serialise");
@@ -290,5 +292,10 @@ pub(crate) fn parent_main(cli: &Cli) -> ExitCode {
             return fail(&format!("cannot write {}: {e}", path.display()), 1);
         }
     }
-    ExitCode::SUCCESS
+    // Every implementation here is memkv's: a wrong answer fails the run.
+    if failed {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

@@ -100,6 +100,13 @@ pub(crate) struct MemtableRecord {
     pub(crate) concurrent_reads: Option<u64>,
     /// Of those, the ones that found the expected value.
     pub(crate) concurrent_correct_reads: Option<u64>,
+    /// Whether every check made was passed, over all runs; `null` when
+    /// none was made (an error came first). Set when the runs are combined.
+    #[serde(default)]
+    pub(crate) all_correct: Option<bool>,
+    /// Of `runs`, how many ended in an error (then `error` is the first).
+    #[serde(default)]
+    pub(crate) failed_runs: u32,
     /// The first few wrong results, described.
     pub(crate) failures: Vec<String>,
     /// Facts needed to read the row.
@@ -107,15 +114,27 @@ pub(crate) struct MemtableRecord {
 }
 
 impl MemtableRecord {
-    /// Whether every check that ran passed.
-    #[cfg(test)]
-    pub(crate) fn all_correct(&self) -> bool {
-        self.correct_lookups == self.lookups
-            && self.flush_iter_mismatches.unwrap_or(0) == 0
-            && self.write_path_correct == self.write_path_reads
-            && self.batched_load_correct == self.batched_load_reads
-            && self.concurrent_correct_reads == self.concurrent_reads
-            && self.batched_check_correct == self.batched_check_reads
+    /// Whether every check made was passed, or `None` when none was made.
+    pub(crate) fn checks_passed(&self) -> Option<bool> {
+        let made = self.lookups.is_some()
+            || self.write_path_reads.is_some()
+            || self.flush_iter_mismatches.is_some()
+            || !self.failures.is_empty();
+        made.then(|| {
+            self.correct_lookups == self.lookups
+                && self.flush_iter_mismatches.unwrap_or(0) == 0
+                && self.write_path_correct == self.write_path_reads
+                && self.batched_load_correct == self.batched_load_reads
+                && self.concurrent_correct_reads == self.concurrent_reads
+                && self.batched_check_correct == self.batched_check_reads
+                && self.failures.is_empty()
+        })
+    }
+
+    /// Whether this record fails the run: every implementation here is
+    /// memkv's, so any error or wrong answer does.
+    pub(crate) fn fails_the_run(&self) -> bool {
+        self.error.is_some() || self.all_correct != Some(true)
     }
 }
 
@@ -169,6 +188,11 @@ pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
     }
     (out.error, out.failures, out.notes) =
         combine_remarks(runs, |r| (&r.error, &r.failures, &r.notes));
+    out.failed_runs = runs.iter().filter(|r| r.error.is_some()).count() as u32;
+    let checked: Vec<bool> = (runs.iter())
+        .filter_map(MemtableRecord::checks_passed)
+        .collect();
+    out.all_correct = (!checked.is_empty()).then(|| checked.iter().all(|&ok| ok));
     out
 }
 
@@ -229,6 +253,6 @@ mod tests {
             (c.concurrent_reads, c.concurrent_correct_reads),
             (Some(40), Some(39))
         );
-        assert!(!c.all_correct());
+        assert_eq!(c.all_correct, Some(false));
     }
 }

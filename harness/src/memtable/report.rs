@@ -199,6 +199,32 @@ pub(crate) fn footer() -> String {
     )
 }
 
+/// The verdict under the tables, and whether the run failed: every
+/// implementation is memkv's, so any error or wrong answer fails it.
+pub(crate) fn verdict(records: &[MemtableRecord]) -> (String, bool) {
+    let failing: Vec<String> = (records.iter())
+        .filter(|r| r.fails_the_run())
+        .map(|r| {
+            let what = match (&r.error, r.all_correct) {
+                (Some(_), Some(false)) => "an error and wrong answers",
+                (Some(_), _) => "an error",
+                (None, Some(false)) => "wrong answers",
+                (None, _) => "nothing checked",
+            };
+            format!("{} {} ({what})", r.structure, r.order)
+        })
+        .collect();
+    if failing.is_empty() {
+        ("\nverdict: every answer was right\n".into(), false)
+    } else {
+        let text = format!(
+            "\n**verdict: FAILED**: {} (the exit status is 3)\n",
+            failing.join(", ")
+        );
+        (text, true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +276,33 @@ mod tests {
         assert!(
             t.contains("; batched write path 30/30; batches 19/20 ✗"),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn verdict_fails_on_any_wrong_answer_or_error() {
+        let ok = |name: &str| MemtableRecord {
+            all_correct: Some(true),
+            ..rec(name, 1e6, 100.0)
+        };
+        let (text, failed) = verdict(&[ok(BASELINE), ok("memtable-art")]);
+        assert!(!failed && text.contains("every answer was right"), "{text}");
+        let wrong = MemtableRecord {
+            all_correct: Some(false),
+            ..ok("memtable-art")
+        };
+        let broken = MemtableRecord {
+            error: Some("write path: disk full".into()),
+            ..ok("memtable-vec")
+        };
+        let (text, failed) = verdict(&[ok(BASELINE), wrong, broken]);
+        assert!(failed);
+        assert!(
+            text.contains(
+                "**verdict: FAILED**: memtable-art random (wrong answers), memtable-vec random \
+                 (an error) (the exit status is 3)"
+            ),
+            "{text}"
         );
     }
 }

@@ -69,6 +69,13 @@ impl Structure for Blart {
         })
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(match self {
+            Blart::CStr { map, .. } => map.len(),
+            Blart::Bytes(map) => map.len(),
+        })
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         match self {
             Blart::CStr { map, scratch } => {

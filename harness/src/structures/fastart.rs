@@ -44,6 +44,10 @@ impl<const MODE: u8> Structure for FastArtMap<MODE> {
         Ok(FastArtMap(map))
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.0.get(key).copied()
     }

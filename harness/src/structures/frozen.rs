@@ -26,6 +26,10 @@ impl Structure for Frozen {
             .map_err(|e| format!("FrozenLayer build: {e}"))
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.0.get(key)
     }

@@ -29,6 +29,10 @@ impl Structure for FstMap {
             .map_err(|e| format!("fst open: {e}"))
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.0.get(key)
     }

@@ -21,6 +21,10 @@ impl Structure for Hash {
         Ok(Hash(map))
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.0.get(key).copied()
     }

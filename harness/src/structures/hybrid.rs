@@ -46,6 +46,10 @@ impl Structure for Hybrid {
         Hybrid::merged(map)
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(self.map.len())
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.map.get(key)
     }

@@ -109,6 +109,12 @@ pub(crate) trait Structure: Sized {
         None
     }
 
+    /// The structure's own count of its entries, where it keeps one:
+    /// checked against the keys inserted.
+    fn len(&self) -> Option<usize> {
+        None
+    }
+
     /// Facts a reader needs to interpret the row (how keys were encoded,
     /// what an operation costs beyond the structure itself).
     fn notes(&self) -> Vec<String> {
@@ -127,6 +133,10 @@ pub(crate) struct Entry {
     pub(crate) default: bool,
     /// Whether it is left out of `--list` (the harness's own test doubles).
     pub(crate) hidden: bool,
+    /// Whether it is memkv's own (or a test double standing in for one):
+    /// its wrong answers and errors fail the run, where a peer's are
+    /// findings to report.
+    pub(crate) ours: bool,
     /// Measures it (in a child process) into a record.
     pub(crate) run: fn(&measure::Prepared, &mut Record),
 }
@@ -137,6 +147,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "fastart",
         about: "memkv::FastArt<u64>, memkv's adaptive radix tree (compacting itself as it doubles)",
         default: true,
+        ours: true,
         hidden: false,
         run: measure::run::<fastart::FastArtMap<{ fastart::mode::DEFAULT }>>,
     },
@@ -144,6 +155,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "fastart-compact",
         about: "memkv::FastArt<u64> with compact() after the inserts (counted in the insert time)",
         default: true,
+        ours: true,
         hidden: false,
         run: measure::run::<fastart::FastArtMap<{ fastart::mode::COMPACT }>>,
     },
@@ -151,6 +163,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "fastart-noauto",
         about: "memkv::FastArt<u64> with automatic compaction off (the layout random inserts leave)",
         default: false,
+        ours: true,
         hidden: false,
         run: measure::run::<fastart::FastArtMap<{ fastart::mode::NO_AUTO }>>,
     },
@@ -158,6 +171,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "frozen",
         about: "memkv::FrozenLayer<u64>, memkv's fst-backed immutable layer",
         default: true,
+        ours: true,
         hidden: false,
         run: measure::run::<frozen::Frozen>,
     },
@@ -165,6 +179,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "hybrid",
         about: "memkv::HybridMap<u64>, FastArt deltas over a FrozenLayer base",
         default: true,
+        ours: true,
         hidden: false,
         run: measure::run::<hybrid::Hybrid>,
     },
@@ -172,6 +187,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "btreemap",
         about: "std BTreeMap<Box<[u8]>, u64> (the baseline of the ratios)",
         default: true,
+        ours: false,
         hidden: false,
         run: measure::run::<btreemap::BTree>,
     },
@@ -179,6 +195,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "hashbrown",
         about: "hashbrown::HashMap<Box<[u8]>, u64> (unordered: lookups only)",
         default: true,
+        ours: false,
         hidden: false,
         run: measure::run::<hashbrown::Hash>,
     },
@@ -186,6 +203,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "skipmap",
         about: "crossbeam_skiplist::SkipMap<Box<[u8]>, u64>",
         default: true,
+        ours: false,
         hidden: false,
         run: measure::run::<skipmap::Skip>,
     },
@@ -193,6 +211,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "fst",
         about: "bare fst::Map built from sorted keys",
         default: true,
+        ours: false,
         hidden: false,
         run: measure::run::<fst::FstMap>,
     },
@@ -200,6 +219,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "art-tree",
         about: "art-tree 0.2 Art<ByteString, u64>",
         default: true,
+        ours: false,
         hidden: false,
         run: measure::run::<art_tree::ArtTree>,
     },
@@ -207,6 +227,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "blart",
         about: "blart 0.6 TreeMap (keys as NUL-terminated CStr when they allow it)",
         default: true,
+        ours: false,
         hidden: false,
         run: measure::run::<blart::Blart>,
     },
@@ -214,6 +235,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "rart",
         about: "rart 0.11 AdaptiveRadixTree<VectorKey, u64>",
         default: true,
+        ours: false,
         hidden: false,
         run: measure::run::<rart::Rart>,
     },
@@ -221,6 +243,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "vart",
         about: "vart 0.11 Tree<VariableSizeKey, u64> (versioned, persistent)",
         default: true,
+        ours: false,
         hidden: false,
         run: measure::run::<vart::Vart>,
     },
@@ -228,6 +251,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "subms-art",
         about: "subms-adaptive-radix-tree 0.10 Art<u64> (range-scan feature)",
         default: true,
+        ours: false,
         hidden: false,
         run: measure::run::<subms::Subms>,
     },
@@ -235,6 +259,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "selftest-panic",
         about: "(harness test) panics in its first lookup",
         default: false,
+        ours: true,
         hidden: true,
         run: measure::run::<selftest::Faulty<{ selftest::PANIC }>>,
     },
@@ -242,6 +267,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "selftest-abort",
         about: "(harness test) aborts the process in its first lookup",
         default: false,
+        ours: true,
         hidden: true,
         run: measure::run::<selftest::Faulty<{ selftest::ABORT }>>,
     },
@@ -249,6 +275,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         name: "selftest-wrong",
         about: "(harness test) returns wrong values and skips entries",
         default: false,
+        ours: true,
         hidden: true,
         run: measure::run::<selftest::Faulty<{ selftest::WRONG }>>,
     },
@@ -257,6 +284,11 @@ pub(crate) const REGISTRY: &[Entry] = &[
 /// The entry called `name`.
 pub(crate) fn find(name: &str) -> Option<&'static Entry> {
     REGISTRY.iter().find(|e| e.name == name)
+}
+
+/// Whether the structure called `name` is memkv's own ([`Entry::ours`]).
+pub(crate) fn is_ours(name: &str) -> bool {
+    find(name).is_some_and(|e| e.ours)
 }
 
 /// The smallest byte string greater than every string that starts with

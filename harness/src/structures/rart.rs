@@ -45,6 +45,10 @@ impl Structure for Rart {
         })
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(self.map.len())
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.map.get_bytes(key).copied()
     }

@@ -8,8 +8,8 @@ use super::{BuildInput, Structure, btreemap::BTree};
 pub(crate) const PANIC: u8 = 0;
 /// Aborts the process (no unwinding, no record from the child).
 pub(crate) const ABORT: u8 = 1;
-/// Answers every tenth lookup wrong (batched too) and skips every tenth
-/// entry when read in order.
+/// Answers every tenth lookup wrong (batched too), skips every tenth
+/// entry when read in order, and counts one entry too few.
 pub(crate) const WRONG: u8 = 2;
 
 /// The `btreemap` adapter, failing as `MODE` says.
@@ -25,6 +25,11 @@ impl<const MODE: u8> Structure for Faulty<MODE> {
     // plain one), read back through the faulty `for_each`.
     const BATCHED: bool = MODE == WRONG;
     const BATCHED_BUILD: bool = MODE == WRONG;
+
+    fn len(&self) -> Option<usize> {
+        let len = self.0.len()?;
+        Some(if MODE == WRONG { len - 1 } else { len })
+    }
 
     fn get(&self, key: &[u8]) -> Option<u64> {
         match MODE {

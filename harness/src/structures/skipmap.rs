@@ -19,6 +19,10 @@ impl Structure for Skip {
         Ok(Skip(map))
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.0.get(key).map(|e| *e.value())
     }

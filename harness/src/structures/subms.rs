@@ -30,6 +30,10 @@ impl Structure for Subms {
         Ok(Subms(map))
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         self.0.get(key).copied()
     }

@@ -27,6 +27,10 @@ impl Structure for Vart {
         Ok(Vart(map))
     }
 
+    fn len(&self) -> Option<usize> {
+        Some(self.0.len())
+    }
+
     fn get(&self, key: &[u8]) -> Option<u64> {
         // Version 0 = the latest.
         self.0.get_by_slice(key, 0).map(|(v, _, _)| v)
