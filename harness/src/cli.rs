@@ -267,6 +267,11 @@ mod tests {
             "--keys 20000000: the harness's own copies of the keys alone need about 2.0 GB, \
              more than this machine's 1.0 GB of memory"
         );
+        // Both limits are inclusive.
+        assert!(keys_fit(10, 100, Some(1000)).is_ok());
+        assert!(keys_fit(10, 100, Some(999)).is_err());
+        assert!(keys_fit(u32::MAX as usize, 0, None).is_ok());
+        assert!(keys_fit(u32::MAX as usize + 1, 0, None).is_err());
         let err = keys_fit(usize::MAX, 100, None).unwrap_err();
         assert!(err.ends_with(&format!("at most {}", u32::MAX)), "{err}");
         let huge = parse(&["--synthetic", "lsm", "--keys", "4000000000"]).unwrap();

@@ -767,29 +767,89 @@ mod tests {
         }
     }
 
-    #[test]
-    fn unkeyed_scans_expect_what_a_brute_force_count_says() {
-        let p = prepared(Source::Sample);
+    /// Checks `p`'s unkeyed scans against a brute-force count over its
+    /// keys; returns how many of the prefixes match keys, and how many
+    /// keys each range holds.
+    fn check_unkeyed_scans(p: &Prepared) -> (usize, Vec<usize>) {
         let keys: Vec<&[u8]> = p.dataset.keys.iter().collect();
         let is_key = |k: &[u8]| keys.contains(&k);
+        let n = keys.len();
         assert_eq!(p.unkeyed_prefixes.len(), PROBES);
-        for (prefix, lo, hi) in &p.unkeyed_prefixes {
+        let mut matching = 0;
+        for (j, (prefix, lo, hi)) in p.unkeyed_prefixes.iter().enumerate() {
             let count = keys.iter().filter(|k| k.starts_with(prefix)).count();
             assert_eq!(hi - lo, count, "{}", prefix.escape_ascii());
+            matching += usize::from(count > 0);
+            // The probes take turns: key + 0x01 (grown until it is not a
+            // key), then the key's first half + 0xFF.
+            let probe = keys[p.sorted[(2 * j + 1) * n / (2 * PROBES)] as usize];
+            let (stem, last) = prefix.split_at(prefix.len() - 1);
+            if j % 2 == 0 {
+                assert!(stem.starts_with(probe) && last == [1] && !is_key(prefix));
+            } else {
+                assert_eq!((stem, last), (&probe[..probe.len() / 2], &[0xFF][..]));
+            }
         }
-        assert!(
-            p.unkeyed_ranges.len() >= PROBES,
-            "{}",
-            p.unkeyed_ranges.len()
-        );
+        let mut counts = Vec::new();
         for (start, end, lo, hi) in &p.unkeyed_ranges {
             assert!(start < end && !is_key(start) && !is_key(end));
             let count = (keys.iter())
                 .filter(|k| start.as_slice() <= **k && **k < end.as_slice())
                 .count();
             assert_eq!(hi - lo, count);
-            assert!(count > 0, "each range holds keys");
+            counts.push(count);
         }
+        (matching, counts)
+    }
+
+    #[test]
+    fn unkeyed_scans_expect_what_a_brute_force_count_says() {
+        let p = prepared(Source::Sample);
+        let (_, ranges) = check_unkeyed_scans(&p);
+        assert!(ranges.len() >= PROBES - 1, "{ranges:?}");
+        // About the 1% of the keys from each probe on.
+        let span = p.dataset.len() / 100;
+        assert!(
+            (ranges.iter()).all(|&n| span / 2 <= n && n <= 2 * span + 2),
+            "{ranges:?}"
+        );
+    }
+
+    /// Keys whose neighbours a bound must step around: each key `k` has
+    /// `k` + 0x01 and `k` + 0x01 0x01 beside it, and `k` shortened by a
+    /// byte is a key too; keys with 0xFF after the first half of others
+    /// give the 0xFF prefixes something to match.
+    #[test]
+    fn unkeyed_bounds_step_around_keys() {
+        let mut data = Vec::new();
+        for i in 0..400 {
+            let key = format!("key{i:04}");
+            for tail in [&b""[..], b"\x01", b"\x01\x01"] {
+                data.extend_from_slice(key.as_bytes());
+                data.extend_from_slice(tail);
+                data.push(b'\n');
+            }
+            data.extend_from_slice(format!("key{:03}\n", i / 10).as_bytes());
+        }
+        for stem in ["key", "key0"] {
+            data.extend_from_slice(stem.as_bytes());
+            data.extend_from_slice(b"\xffz\n");
+        }
+        let path = std::env::temp_dir().join(format!("memkv-bench-unkeyed-{}", std::process::id()));
+        std::fs::write(&path, &data).unwrap();
+        let loaded = load(
+            &Source::File(path.clone()),
+            LoadOptions::default(),
+            &mut |_| {},
+        );
+        std::fs::remove_file(&path).ok();
+        let p = Prepared::new(loaded.unwrap());
+        let (matching, ranges) = check_unkeyed_scans(&p);
+        assert!(
+            matching >= PROBES / 2,
+            "the 0xFF prefixes match keys: {matching}"
+        );
+        assert!(!ranges.is_empty());
     }
 
     #[test]

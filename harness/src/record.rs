@@ -319,6 +319,72 @@ mod tests {
     }
 
     #[test]
+    fn each_check_alone_decides() {
+        let passing = Record {
+            keys: 10,
+            lookups: Some(10),
+            correct_lookups: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(Record::default().checks_passed(), None, "nothing checked");
+        assert_eq!(passing.checks_passed(), Some(true), "lookups alone");
+        let only = |r: Record| r.checks_passed();
+        assert_eq!(
+            only(Record {
+                iter_mismatches: Some(0),
+                ..Default::default()
+            }),
+            Some(true),
+            "iteration alone"
+        );
+        assert_eq!(
+            only(Record {
+                failures: vec!["x".into()],
+                ..Default::default()
+            }),
+            Some(false),
+            "a failure alone"
+        );
+        let failing = [
+            Record {
+                correct_lookups: Some(9),
+                ..passing.clone()
+            },
+            Record {
+                correct_batched_lookups: Some(9),
+                ..passing.clone()
+            },
+            Record {
+                batched_build_mismatches: Some(1),
+                ..passing.clone()
+            },
+            Record {
+                iter_mismatches: Some(1),
+                ..passing.clone()
+            },
+            Record {
+                scan_mismatches: Some(1),
+                ..passing.clone()
+            },
+            Record {
+                len_reported: Some(11),
+                ..passing.clone()
+            },
+        ];
+        for (i, r) in failing.into_iter().enumerate() {
+            assert_eq!(r.checks_passed(), Some(false), "check {i}");
+        }
+        let right = Record {
+            correct_batched_lookups: Some(10),
+            batched_build_mismatches: Some(0),
+            scan_mismatches: Some(0),
+            len_reported: Some(10),
+            ..passing
+        };
+        assert_eq!(right.checks_passed(), Some(true));
+    }
+
+    #[test]
     fn combine_takes_medians_and_worst_checks() {
         let run = |ins: f64, correct: u64, err: Option<&str>| Record {
             structure: "x".into(),

@@ -629,6 +629,13 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("| btreemap |"), "{t}");
+        // A baseline that measured zero gives no ratio.
+        let stalled = vec![run("btreemap", 1e6, 0.0), run("btreemap", 2e6, 1e6)];
+        let t = spread(&[art.clone(), stalled]);
+        assert!(
+            t.contains("| fastart | 1.00–2.00× (2) | 2.00–2.00× (1) |"),
+            "{t}"
+        );
         assert_eq!(spread(&[art[..1].to_vec(), base[..1].to_vec()]), "");
         assert_eq!(spread(&[art]), "", "no baseline");
     }

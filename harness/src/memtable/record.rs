@@ -201,6 +201,70 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_check_alone_decides() {
+        let passing = MemtableRecord {
+            lookups: Some(10),
+            correct_lookups: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(MemtableRecord::default().checks_passed(), None);
+        assert_eq!(passing.checks_passed(), Some(true), "lookups alone");
+        for (i, alone) in [
+            MemtableRecord {
+                write_path_reads: Some(5),
+                write_path_correct: Some(5),
+                ..Default::default()
+            },
+            MemtableRecord {
+                flush_iter_mismatches: Some(0),
+                ..Default::default()
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert_eq!(alone.checks_passed(), Some(true), "check {i} alone");
+        }
+        let failing = [
+            MemtableRecord {
+                correct_lookups: Some(9),
+                ..passing.clone()
+            },
+            MemtableRecord {
+                flush_iter_mismatches: Some(1),
+                ..passing.clone()
+            },
+            MemtableRecord {
+                write_path_reads: Some(5),
+                write_path_correct: Some(4),
+                ..passing.clone()
+            },
+            MemtableRecord {
+                batched_load_reads: Some(5),
+                batched_load_correct: Some(4),
+                ..passing.clone()
+            },
+            MemtableRecord {
+                concurrent_reads: Some(5),
+                concurrent_correct_reads: Some(4),
+                ..passing.clone()
+            },
+            MemtableRecord {
+                batched_check_reads: Some(5),
+                batched_check_correct: Some(4),
+                ..passing.clone()
+            },
+            MemtableRecord {
+                failures: vec!["x".into()],
+                ..passing.clone()
+            },
+        ];
+        for (i, r) in failing.into_iter().enumerate() {
+            assert_eq!(r.checks_passed(), Some(false), "check {i}");
+        }
+    }
+
+    #[test]
     fn json_has_the_documented_fields() {
         let r = MemtableRecord {
             structure: "memtable-art".into(),
