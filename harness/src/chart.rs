@@ -16,17 +16,16 @@ const HEIGHT: u32 = 640;
 
 /// Renders the chart as an SVG document.
 pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result<String, String> {
-    // A structure that answered wrong is labelled with a ✗ and drawn
-    // hollow: its speed is not that of a working map.
+    // A structure that answered wrong, or failed in some run after its
+    // lookups were timed, is labelled with a ✗ and drawn hollow: its speed
+    // is not that of a working map. (Records of an older `--json` have no
+    // `all_correct`: their counters decide.)
     let points: Vec<(String, f64, f64)> = records
         .iter()
-        .filter(|r| r.error.is_none())
         .filter_map(|r| {
-            let mark = if r.all_correct == Some(false) {
-                " ✗"
-            } else {
-                ""
-            };
+            let wrong =
+                r.error.is_some() || r.all_correct.or_else(|| r.checks_passed()) == Some(false);
+            let mark = if wrong { " ✗" } else { "" };
             Some((
                 format!("{}{mark}", r.structure),
                 r.bytes_per_key?,
@@ -34,11 +33,10 @@ pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result
             ))
         })
         .collect();
-    if points.is_empty() {
-        return Err("no structure has both a memory and a lookup figure to plot".into());
-    }
-    let x_max = points.iter().map(|p| p.1).fold(0.0, f64::max) * 1.15;
-    let y_max = points.iter().map(|p| p.2).fold(0.0, f64::max) * 1.15;
+    // With nothing to plot (every structure failed before its lookups),
+    // the chart says so rather than not being written.
+    let x_max = points.iter().map(|p| p.1).fold(1.0, f64::max) * 1.15;
+    let y_max = points.iter().map(|p| p.2).fold(0.1, f64::max) * 1.15;
     let err = |e: DrawingAreaErrorKind<_>| format!("drawing the chart: {e}");
 
     let mut svg = String::new();
@@ -122,10 +120,19 @@ pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result
             );
         }
         chart.draw_series(elements).map_err(err)?;
+        if points.is_empty() {
+            chart
+                .draw_series([Text::new(
+                    "nothing to plot: no structure has both a memory and a lookup figure",
+                    (0.05, y_max / 2.0),
+                    ("sans-serif", 16).into_font(),
+                )])
+                .map_err(err)?;
+        }
         footer
             .draw(&Text::new(
                 format!(
-                    "memkv-bench · {machine} · red: memkv, blue: others · ✗, hollow: wrong answers"
+                    "memkv-bench · {machine} · red: memkv, blue: others · ✗, hollow: wrong answers or an error"
                 ),
                 (16, 4),
                 ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
@@ -168,6 +175,18 @@ mod tests {
             all_correct: Some(false),
             ..rec("rart", 100.0, 1e6)
         };
+        // Failed in one run of three, after its lookups were timed.
+        let half_failed = Record {
+            error: Some("1 of 3 runs failed; run 2: boom".into()),
+            ..rec("hybrid", 10.0, 1e6)
+        };
+        // From a `--json` written before `all_correct` existed.
+        let older = Record {
+            lookups: Some(10),
+            correct_lookups: Some(10),
+            scan_mismatches: Some(3),
+            ..rec("vart", 400.0, 1e6)
+        };
         let svg = render(
             "sample",
             "cpu",
@@ -176,19 +195,25 @@ mod tests {
                 rec("btreemap", 90.0, 2e6),
                 failed,
                 wrong,
+                half_failed,
+                older,
             ],
         )
         .unwrap();
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("fastart") && svg.contains("btreemap"));
-        assert!(!svg.contains("broken"));
+        assert!(!svg.contains("broken"), "no figures, no point");
         assert!(svg.contains("Memory per key vs lookup throughput — sample"));
-        assert_eq!(svg.matches("<circle").count(), 3);
-        assert!(svg.contains("rart ✗"), "a wrong point is marked");
+        assert_eq!(svg.matches("<circle").count(), 5);
+        for marked in ["rart ✗", "hybrid ✗", "vart ✗"] {
+            assert!(svg.contains(marked), "{marked}");
+        }
+        assert!(!svg.contains("fastart ✗"));
         let hollow = (svg.split("<circle").skip(1))
             .filter(|c| c[..c.find('>').unwrap()].contains("fill=\"none\""))
             .count();
-        assert_eq!(hollow, 1, "and hollow");
-        assert!(render("s", "m", &[]).is_err());
+        assert_eq!(hollow, 3, "and hollow");
+        let empty = render("s", "m", &[]).unwrap();
+        assert!(empty.contains("nothing to plot"), "{empty}");
     }
 }

@@ -184,7 +184,9 @@ impl DataArgs {
                 // The dataset and its copy in lookup order (key bytes,
                 // offsets, values), three orders of u32, the table of keys
                 // seen: the harness's own, before any structure.
-                keys_fit(keys, 2 * key_len + 60, crate::machine::memory_bytes())?;
+                // `--limit` caps what is generated.
+                let generated = self.load_options().limit.map_or(keys, |l| keys.min(l));
+                keys_fit(generated, 2 * key_len + 60, crate::machine::memory_bytes())?;
                 Source::Synthetic { kind, keys }
             }
             (None, None) => Source::Sample,
@@ -279,6 +281,11 @@ mod tests {
             huge.data.source().is_err(),
             "more than any test machine has"
         );
+        // `--limit` caps what is generated, so it is what must fit.
+        for keys in ["4000000000", "4294967296"] {
+            let cut = parse(&["--synthetic", "lsm", "--keys", keys, "--limit", "1000"]).unwrap();
+            assert!(cut.data.source().is_ok(), "--keys {keys} --limit 1000");
+        }
     }
 
     #[test]

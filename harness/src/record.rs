@@ -169,6 +169,14 @@ pub(crate) fn combine(runs: &[Record]) -> Record {
     };
     let mut out = first.clone();
     out.runs = runs.len() as u32;
+    // A run whose child crashed has a record the parent wrote, without
+    // what the child says of the data: take that from a run that has it.
+    out.dataset_fingerprint = runs.iter().find_map(|r| r.dataset_fingerprint.clone());
+    if let Some(r) = runs.iter().find(|r| !r.build_input.is_empty()) {
+        out.build_input = r.build_input.clone();
+    }
+    out.iter_keys = runs.iter().find_map(|r| r.iter_keys);
+    out.scan_keys = runs.iter().find_map(|r| r.scan_keys);
     let med = |get: fn(&Record) -> Option<f64>| median_of(runs, get);
     out.allocated_bytes = med(|r| r.allocated_bytes.map(|x| x as f64)).map(|x| x.round() as u64);
     out.rss_bytes = med(|r| r.rss_bytes.map(|x| x as f64)).map(|x| x.round() as i64);
@@ -382,6 +390,31 @@ mod tests {
             ..passing
         };
         assert_eq!(right.checks_passed(), Some(true));
+    }
+
+    #[test]
+    fn combine_keeps_what_the_children_said_when_the_first_crashed() {
+        let crashed = Record {
+            structure: "x".into(),
+            error: Some("child crashed with signal 11".into()),
+            ..Default::default()
+        };
+        let ran = Record {
+            structure: "x".into(),
+            lookups: Some(10),
+            correct_lookups: Some(10),
+            dataset_fingerprint: Some("0123456789abcdef".into()),
+            build_input: "dataset order".into(),
+            iter_keys: Some(10),
+            scan_keys: Some(7),
+            ..Default::default()
+        };
+        let c = combine(&[crashed, ran.clone(), ran]);
+        assert_eq!(c.failed_runs, 1);
+        assert_eq!(c.all_correct, Some(true), "the runs that checked passed");
+        assert_eq!(c.dataset_fingerprint.as_deref(), Some("0123456789abcdef"));
+        assert_eq!(c.build_input, "dataset order");
+        assert_eq!((c.iter_keys, c.scan_keys), (Some(10), Some(7)));
     }
 
     #[test]

@@ -321,3 +321,88 @@ fn chart_is_written_as_svg() {
     assert!(svg.contains("btreemap") && svg.contains("fst"));
     assert!(svg.contains("synthetic random16"));
 }
+
+/// The exit status follows the verdict, with `--chart` too, even when no
+/// structure has a point to plot (the chart then says so).
+#[test]
+fn chart_or_not_the_exit_status_follows_the_verdict() {
+    let chart = scratch("verdict.svg");
+    let c = chart.to_str().unwrap();
+    let out = bench(&[
+        "--limit",
+        "500",
+        "--structures",
+        "selftest-panic",
+        "--runs",
+        "1",
+        "--chart",
+        c,
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(svg.contains("nothing to plot"), "{svg}");
+    // A peer's error is a finding: keys with zero bytes, one a prefix of
+    // the other, which blart refuses.
+    let data = scratch("prefix-nul.txt");
+    std::fs::write(&data, b"a\x00\na\x00\x00\n").unwrap();
+    let out = bench(&[
+        "--dataset",
+        data.to_str().unwrap(),
+        "--structures",
+        "blart",
+        "--runs",
+        "1",
+        "--chart",
+        c,
+    ]);
+    std::fs::remove_file(&data).ok();
+    std::fs::remove_file(&chart).ok();
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("peers' findings, which do not fail the run: blart (an error)"),
+        "{stdout}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// `--limit` caps the keys generated, so a huge `--keys` with a small
+/// limit is a small run, not refused.
+#[test]
+fn keys_past_memory_with_a_limit_run() {
+    let out = bench(&[
+        "--synthetic",
+        "random16",
+        "--keys",
+        "4294967296",
+        "--limit",
+        "1000",
+        "--structures",
+        "btreemap",
+        "--runs",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = bench(&["--synthetic", "random16", "--keys", "4294967296"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("at most 4294967295"));
+}
+
+/// A `--json` written before `all_correct` existed: the chart still marks
+/// the structures its counters say answered wrong (rart's range scans in
+/// run 16).
+#[test]
+fn replot_of_an_older_json_marks_wrong_answers() {
+    let json = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/debian-full-run16.json");
+    let chart = scratch("replot.svg");
+    let out = bench(&[
+        "--replot",
+        json.to_str().unwrap(),
+        "--chart",
+        chart.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    std::fs::remove_file(&chart).ok();
+    assert!(svg.contains("rart ✗"), "rart is marked");
+    assert!(!svg.contains("fastart ✗"), "fastart is not");
+}

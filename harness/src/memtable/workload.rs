@@ -307,9 +307,8 @@ fn read_back<M: Subject>(
     } else {
         SCANNING_WRITE_PATH_READS
     };
-    let step = w.len().div_ceil(most).max(1);
     let (mut reads, mut correct) = (0u64, 0u64);
-    for &i in w.lookup.iter().step_by(step) {
+    for i in spread_over(w.len(), most).map(|j| w.lookup[j]) {
         reads += 1;
         match db.get(w.key(i))? {
             Some(v) if v == w.value(i) => correct += 1,
@@ -329,6 +328,13 @@ fn read_back<M: Subject>(
         }
     }
     Ok((reads, correct))
+}
+
+/// `most` positions of `0..n` spread evenly, in order (all of them if
+/// there are fewer).
+fn spread_over(n: usize, most: usize) -> impl Iterator<Item = usize> {
+    let taken = n.min(most);
+    (0..taken).map(move |j| j * n / taken)
 }
 
 /// Phase 3: every key, shuffled, values checked.
@@ -467,5 +473,30 @@ fn concurrent<M: Subject>(w: &Workload, rec: &mut MemtableRecord) {
             "concurrent reads: {} of {reads} wrong",
             reads - correct
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_backs_take_as_many_keys_as_they_say() {
+        for (n, most) in [
+            (5, 10),
+            (10, 10),
+            (100_001, 100_000),
+            (3_000_000, 100_000),
+            (7, 3),
+        ] {
+            let picked: Vec<usize> = spread_over(n, most).collect();
+            assert_eq!(picked.len(), n.min(most), "{n} {most}");
+            assert!(picked.windows(2).all(|w| w[0] < w[1]), "distinct, in order");
+            assert!(picked.iter().all(|&i| i < n));
+            if n > most {
+                // Spread to the end, not bunched at the start.
+                assert!(*picked.last().unwrap() >= n - n / most - 1, "{n} {most}");
+            }
+        }
     }
 }
