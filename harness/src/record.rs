@@ -146,6 +146,18 @@ impl Record {
     }
 }
 
+/// What went wrong in a row, for the verdict: from whether it has an error
+/// and its `all_correct`.
+pub(crate) fn what_went_wrong(error: bool, all_correct: Option<bool>) -> &'static str {
+    match (error, all_correct) {
+        (true, Some(false)) => "an error and wrong answers",
+        (true, _) => "an error",
+        (false, Some(false)) => "wrong answers",
+        (false, None) => "nothing checked",
+        (false, Some(true)) => "nothing",
+    }
+}
+
 /// Median of `xs` (the mean of the middle two for an even count), `None` if
 /// empty.
 pub(crate) fn median(xs: &mut [f64]) -> Option<f64> {

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::dataset::{Dataset, LoadReport};
 use crate::machine::Machine;
 use crate::measure::{LOOKUP_BATCH, PREFIX_SCANS, PROBES};
-use crate::record::Record;
+use crate::record::{Record, what_went_wrong};
 
 /// The structure whose throughputs the ratios are relative to.
 pub(crate) const BASELINE: &str = "btreemap";
@@ -365,18 +365,12 @@ pub(crate) fn tables(records: &[Record]) -> String {
 /// one of memkv's own structures answered wrong or ended in an error. A
 /// peer's wrong answers and errors are findings, listed, not failures.
 pub(crate) fn verdict(records: &[Record]) -> (String, bool) {
-    let what_went_wrong = |r: &Record| match (&r.error, r.all_correct) {
-        (Some(_), Some(false)) => "an error and wrong answers",
-        (Some(_), _) => "an error",
-        (None, Some(false)) => "wrong answers",
-        (None, None) => "nothing checked",
-        (None, Some(true)) => "",
-    };
+    let went_wrong = |r: &Record| what_went_wrong(r.error.is_some(), r.all_correct);
     let (ours, peers): (Vec<&Record>, Vec<&Record>) =
         (records.iter()).partition(|r| crate::structures::is_ours(&r.structure));
     let failing: Vec<String> = (ours.iter())
         .filter(|r| r.fails_the_run())
-        .map(|r| format!("{} ({})", r.structure, what_went_wrong(r)))
+        .map(|r| format!("{} ({})", r.structure, went_wrong(r)))
         .collect();
     let mut s = String::new();
     if ours.is_empty() {
@@ -397,7 +391,7 @@ pub(crate) fn verdict(records: &[Record]) -> (String, bool) {
     }
     let findings: Vec<String> = (peers.iter())
         .filter(|r| r.error.is_some() || r.all_correct != Some(true))
-        .map(|r| format!("{} ({})", r.structure, what_went_wrong(r)))
+        .map(|r| format!("{} ({})", r.structure, went_wrong(r)))
         .collect();
     if !findings.is_empty() {
         let _ = write!(

@@ -8,6 +8,7 @@ use super::workload::WRITE_BATCH;
 use super::{BASELINE, Order};
 use crate::dataset::LSM_VALUE_LEN;
 use crate::machine::Machine;
+use crate::record::what_went_wrong;
 use crate::report::{rate, thousands};
 
 /// The machine and workload lines.
@@ -205,12 +206,7 @@ pub(crate) fn verdict(records: &[MemtableRecord]) -> (String, bool) {
     let failing: Vec<String> = (records.iter())
         .filter(|r| r.fails_the_run())
         .map(|r| {
-            let what = match (&r.error, r.all_correct) {
-                (Some(_), Some(false)) => "an error and wrong answers",
-                (Some(_), _) => "an error",
-                (None, Some(false)) => "wrong answers",
-                (None, _) => "nothing checked",
-            };
+            let what = what_went_wrong(r.error.is_some(), r.all_correct);
             format!("{} {} ({what})", r.structure, r.order)
         })
         .collect();
