@@ -226,12 +226,12 @@ fn between_keys(
     span: usize,
 ) -> (Vec<PrefixScan>, Vec<RangeScan>) {
     let key = |i: u32| ds.keys.get(i as usize);
-    let below = |probe: &[u8]| sorted.partition_point(|&i| key(i) < probe);
-    let is_key = |probe: &[u8]| sorted.get(below(probe)).is_some_and(|&i| key(i) == probe);
+    let below = |probe: &[u8]| keys_below(ds, sorted, probe);
+    let known = |probe: &[u8]| is_key(ds, sorted, probe);
     let after = |k: &[u8]| {
         let mut out = k.to_vec();
         out.push(1);
-        while is_key(&out) {
+        while known(&out) {
             out.push(1);
         }
         out
@@ -240,7 +240,7 @@ fn between_keys(
         let mut out = k.to_vec();
         loop {
             out.pop()?;
-            if !is_key(&out) {
+            if !known(&out) {
                 return Some(out);
             }
         }
@@ -250,7 +250,8 @@ fn between_keys(
     for (j, &pos) in probes.iter().enumerate() {
         let (k, e) = (key(sorted[pos]), key(sorted[(pos + span).min(n - 1)]));
         let (prefix, lo, hi) = if j % 2 == 0 {
-            (after(k), Some(after(k)), before(e))
+            let lo = after(k);
+            (lo.clone(), Some(lo), before(e))
         } else {
             let half = [&k[..k.len() / 2], &[0xFF]].concat();
             (half, before(k), Some(after(e)))
@@ -272,16 +273,20 @@ fn between_keys(
 /// 0x01 byte appended, unless that is a key too.
 fn absent_keys(p: &Prepared) -> Vec<Vec<u8>> {
     let ds = &p.dataset;
-    let is_key = |probe: &[u8]| {
-        let at = (p.sorted).partition_point(|&j| ds.keys.get(j as usize) < probe);
-        p.sorted
-            .get(at)
-            .is_some_and(|&j| ds.keys.get(j as usize) == probe)
-    };
     (p.sorted.iter().step_by(8))
         .map(|&i| [ds.keys.get(i as usize), &[1]].concat())
-        .filter(|probe| !is_key(probe))
+        .filter(|probe| !is_key(ds, &p.sorted, probe))
         .collect()
+}
+
+/// How many keys of `ds` sort before `probe` (`sorted` orders them).
+fn keys_below(ds: &Dataset, sorted: &[u32], probe: &[u8]) -> usize {
+    sorted.partition_point(|&i| ds.keys.get(i as usize) < probe)
+}
+
+/// Whether `probe` is a key of `ds` (`sorted` orders them).
+fn is_key(ds: &Dataset, sorted: &[u32], probe: &[u8]) -> bool {
+    (sorted.get(keys_below(ds, sorted, probe))).is_some_and(|&i| ds.keys.get(i as usize) == probe)
 }
 
 /// Whether the answer `got` for `key`, which is not a key, was nothing;
