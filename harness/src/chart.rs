@@ -14,29 +14,46 @@ use crate::structures::is_ours;
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 640;
 
+/// One structure's point: bytes per key (x), millions of lookups per
+/// second (y).
+#[derive(Clone, Copy)]
+struct Point<'a> {
+    structure: &'a str,
+    /// Answered wrong, or failed in some run.
+    wrong: bool,
+    x: f64,
+    y: f64,
+}
+
+impl Point<'_> {
+    fn label(&self) -> String {
+        let mark = if self.wrong { " ✗" } else { "" };
+        format!("{}{mark}", self.structure)
+    }
+}
+
 /// Renders the chart as an SVG document.
 pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result<String, String> {
     // A structure that answered wrong, or failed in some run after its
     // lookups were timed, is labelled with a ✗ and drawn hollow: its speed
     // is not that of a working map. (Records of an older `--json` have no
     // `all_correct`: their counters decide.)
-    let points: Vec<(String, f64, f64)> = records
+    let points: Vec<Point> = records
         .iter()
         .filter_map(|r| {
-            let wrong =
-                r.error.is_some() || r.all_correct.or_else(|| r.checks_passed()) == Some(false);
-            let mark = if wrong { " ✗" } else { "" };
-            Some((
-                format!("{}{mark}", r.structure),
-                r.bytes_per_key?,
-                r.lookup_ops_per_s? / 1e6,
-            ))
+            Some(Point {
+                structure: &r.structure,
+                wrong: r.error.is_some()
+                    || r.all_correct.or_else(|| r.checks_passed()) == Some(false),
+                x: r.bytes_per_key?,
+                y: r.lookup_ops_per_s? / 1e6,
+            })
         })
         .collect();
     // With nothing to plot (every structure failed before its lookups),
     // the chart says so rather than not being written.
-    let x_max = points.iter().map(|p| p.1).fold(1.0, f64::max) * 1.15;
-    let y_max = points.iter().map(|p| p.2).fold(0.1, f64::max) * 1.15;
+    let x_max = points.iter().map(|p| p.x).fold(1.0, f64::max) * 1.15;
+    let y_max = points.iter().map(|p| p.y).fold(0.1, f64::max) * 1.15;
     let err = |e: DrawingAreaErrorKind<_>| format!("drawing the chart: {e}");
 
     let mut svg = String::new();
@@ -72,17 +89,18 @@ pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result
         // labelled from the top down, so close neighbours keep their order.
         let (plot_x, plot_y) = chart.plotting_area().get_pixel_range();
         let mut by_height = points.clone();
-        by_height.sort_by(|a, b| b.2.total_cmp(&a.2));
+        by_height.sort_by(|a, b| b.y.total_cmp(&a.y));
         // Start with the points themselves, so that no label covers one.
         let mut placed: Vec<(i32, i32, i32)> = points
             .iter()
-            .map(|&(_, x, y)| {
-                let (px, py) = chart.backend_coord(&(x, y));
+            .map(|p| {
+                let (px, py) = chart.backend_coord(&(p.x, p.y));
                 (px - 6, py - 8, 12)
             })
             .collect();
         let mut elements = Vec::new();
-        for (name, x, y) in by_height {
+        for point in by_height {
+            let (name, x, y) = (point.label(), point.x, point.y);
             let (px, py) = chart.backend_coord(&(x, y));
             let width = 8 * name.chars().count() as i32;
             let offsets = [
@@ -106,9 +124,8 @@ pub(crate) fn render(dataset: &str, machine: &str, records: &[Record]) -> Result
             };
             let offset = offsets.iter().copied().find(fits).unwrap_or(offsets[0]);
             placed.push((px + offset.0, py + offset.1, width));
-            let structure = name.trim_end_matches(" ✗");
-            let color = if is_ours(structure) { RED } else { BLUE };
-            let style = if structure.len() < name.len() {
+            let color = if is_ours(point.structure) { RED } else { BLUE };
+            let style = if point.wrong {
                 color.stroke_width(2)
             } else {
                 color.filled()

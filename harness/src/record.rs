@@ -136,13 +136,17 @@ impl Record {
         })
     }
 
+    /// Whether the structure ended in an error or answered wrong (or
+    /// checked nothing), in some run.
+    pub(crate) fn failed(&self) -> bool {
+        self.error.is_some() || self.all_correct != Some(true)
+    }
+
     /// Whether this record fails the run: one of memkv's own structures
-    /// that ended in an error or answered wrong (or checked nothing).
-    /// A peer's errors and wrong answers are findings, reported, not
-    /// failures.
+    /// that [failed](Record::failed). A peer's errors and wrong answers are
+    /// findings, reported, not failures.
     pub(crate) fn fails_the_run(&self) -> bool {
-        crate::structures::is_ours(&self.structure)
-            && (self.error.is_some() || self.all_correct != Some(true))
+        crate::structures::is_ours(&self.structure) && self.failed()
     }
 }
 

@@ -390,7 +390,7 @@ pub(crate) fn verdict(records: &[Record]) -> (String, bool) {
         );
     }
     let findings: Vec<String> = (peers.iter())
-        .filter(|r| r.error.is_some() || r.all_correct != Some(true))
+        .filter(|r| r.failed())
         .map(|r| format!("{} ({})", r.structure, went_wrong(r)))
         .collect();
     if !findings.is_empty() {
