@@ -369,7 +369,7 @@ pub(crate) fn verdict(records: &[Record]) -> (String, bool) {
     let (ours, peers): (Vec<&Record>, Vec<&Record>) =
         (records.iter()).partition(|r| crate::structures::is_ours(&r.structure));
     let failing: Vec<String> = (ours.iter())
-        .filter(|r| r.fails_the_run())
+        .filter(|r| r.failed())
         .map(|r| format!("{} ({})", r.structure, went_wrong(r)))
         .collect();
     let mut s = String::new();
