@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::dataset::{Dataset, LSM_VALUE_LEN, lsm_value};
 use crate::record::Record;
 use crate::rng::{SEED_LOOKUP, SplitMix64};
-use crate::structures::{BuildInput, BuildOrder, Structure};
+use crate::structures::{BuildInput, BuildOrder, InsertAnswers, Structure};
 
 /// How many wrong results are described in a record.
 const MAX_FAILURES: usize = 3;
@@ -437,6 +437,7 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
                 values,
                 order: &p.dataset_order,
                 any_nul: p.any_nul,
+                answers: InsertAnswers::default(),
             }
         }
     };
@@ -448,10 +449,11 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
     let built = S::build(&input);
     let elapsed = start.elapsed();
     let after = Snapshot::take();
+    check_insert_answers(&input.answers, rec);
     // The sorted copy served the build only (`input`, which borrows it, is
     // not used again).
     drop(sorted_copy);
-    let map = match built {
+    let mut map = match built {
         Ok(map) => map,
         Err(e) => {
             rec.error = Some(e);
@@ -627,12 +629,68 @@ pub(crate) fn run<S: Structure>(p: &Prepared, rec: &mut Record) {
         rec.scan_mismatches = Some(mismatches);
         rec.failures.truncate(3 * MAX_FAILURES);
     }
+    if S::REPLACES {
+        phase("replace");
+        check_replace(&mut map, p, rec);
+    }
     phase("drop");
     drop(map);
     if S::BATCHED_BUILD {
         batched_build::<S>(p, rec);
     }
     drop(log);
+}
+
+/// Takes the build's insert answers into `rec`: each insert was of a new
+/// key, so an answer that the key was there is wrong.
+fn check_insert_answers(answers: &InsertAnswers, rec: &mut Record) {
+    let checked = answers.checked.get();
+    let wrong = answers.wrong.get();
+    if checked == 0 && wrong == 0 {
+        return; // The structure's insert gives no answer.
+    }
+    rec.insert_answers = Some(checked);
+    rec.wrong_insert_answers = Some(wrong);
+    if let Some(key) = answers.first_wrong.borrow().as_deref() {
+        rec.failures.push(format!(
+            "insert: {wrong} of {checked} inserts of new keys answered that the key was there, first {}",
+            show(key)
+        ));
+    }
+}
+
+/// Untimed, after every other check: sets every eighth key, in lookup
+/// order, to a new value through the structure's insert. Each insert must
+/// answer with the value it replaced, and then `get` must return the new
+/// one, and `len` must not change.
+fn check_replace<S: Structure>(map: &mut S, p: &Prepared, rec: &mut Record) {
+    let ds = &p.dataset;
+    let mut wrong = 0u64;
+    let mut checked = 0u64;
+    for &i in p.lookup_order.iter().step_by(8) {
+        let (key, old) = (ds.keys.get(i as usize), ds.values[i as usize]);
+        let new = !old;
+        let answer = map.replace(key, new);
+        let after = map.get(key);
+        checked += 1;
+        if answer != Some(old) || after != Some(new) {
+            wrong += 1;
+            if wrong <= MAX_FAILURES as u64 {
+                rec.failures.push(format!(
+                    "replace: {} answered {answer:?} (expected Some({old})), then get returned {after:?} (expected Some({new}))",
+                    show(key)
+                ));
+            }
+        }
+    }
+    if let Some(len) = map.len().filter(|&len| len != ds.len()) {
+        rec.failures.push(format!(
+            "len() = {len} after replacing values of {checked} keys of {}",
+            ds.len()
+        ));
+    }
+    *rec.insert_answers.get_or_insert(0) += checked;
+    *rec.wrong_insert_answers.get_or_insert(0) += wrong;
 }
 
 /// Reads `map` in order against the sorted dataset: the mismatches, and
@@ -652,6 +710,7 @@ fn dataset_input(p: &Prepared) -> BuildInput<'_> {
         values: &p.dataset.values,
         order: &p.dataset_order,
         any_nul: p.any_nul,
+        answers: InsertAnswers::default(),
     }
 }
 
@@ -729,6 +788,11 @@ mod tests {
                 let absent = absent_keys(&p).len();
                 assert!(absent > p.dataset.len() / 9, "{absent} absent keys");
                 assert_eq!(rec.lookups, Some((p.dataset.len() + absent) as u64));
+                if entry.name == "btreemap" {
+                    // An answer per insert of the build, and per key replaced.
+                    let n = p.dataset.len();
+                    assert_eq!(rec.insert_answers, Some((n + n.div_ceil(8)) as u64));
+                }
                 if REFERENCE.contains(&entry.name) {
                     assert_eq!(
                         rec.checks_passed(),

@@ -95,8 +95,18 @@ pub(crate) struct Record {
     /// checked against `keys`; `null` for structures without one.
     #[serde(default)]
     pub(crate) len_reported: Option<u64>,
+    /// Answers of the structure's insert checked: one per key of the build
+    /// (each must say the key was new), and one per key whose value was
+    /// replaced afterwards (each must give the value replaced); `null` where
+    /// the insert answers neither.
+    #[serde(default)]
+    pub(crate) insert_answers: Option<u64>,
+    /// Of `insert_answers`, how many were wrong.
+    #[serde(default)]
+    pub(crate) wrong_insert_answers: Option<u64>,
     /// Whether every check made was passed: lookups (batched too), the
-    /// iteration, the scans, the batched build and `len`; `null` when none
+    /// iteration, the scans, the batched build, `len` and the inserts'
+    /// answers; `null` when none
     /// was made (an error came first). Set when the runs are combined.
     #[serde(default)]
     pub(crate) all_correct: Option<bool>,
@@ -122,6 +132,7 @@ impl Record {
             || self.iter_mismatches.is_some()
             || self.batched_build_mismatches.is_some()
             || self.len_reported.is_some()
+            || self.insert_answers.is_some()
             || !self.failures.is_empty();
         made.then(|| {
             self.correct_lookups == self.lookups
@@ -130,6 +141,7 @@ impl Record {
                 && self.iter_mismatches.unwrap_or(0) == 0
                 && self.scan_mismatches.unwrap_or(0) == 0
                 && self.len_reported.is_none_or(|len| len == self.keys)
+                && self.wrong_insert_answers.unwrap_or(0) == 0
                 // Every failure described is a wrong result (or a batched
                 // build that failed), whichever counter it comes with.
                 && self.failures.is_empty()
@@ -218,6 +230,8 @@ pub(crate) fn combine(runs: &[Record]) -> Record {
     out.len_reported = (runs.iter())
         .filter_map(|r| r.len_reported)
         .max_by_key(|len| len.abs_diff(first.keys));
+    out.insert_answers = runs.iter().filter_map(|r| r.insert_answers).max();
+    out.wrong_insert_answers = runs.iter().filter_map(|r| r.wrong_insert_answers).max();
     (out.error, out.failures, out.notes) =
         combine_remarks(runs, |r| (&r.error, &r.failures, &r.notes));
     out.failed_runs = runs.iter().filter(|r| r.error.is_some()).count() as u32;
@@ -363,6 +377,15 @@ mod tests {
             Some(false),
             "a failure alone"
         );
+        assert_eq!(
+            only(Record {
+                insert_answers: Some(3),
+                wrong_insert_answers: Some(0),
+                ..Default::default()
+            }),
+            Some(true),
+            "insert answers alone"
+        );
         let failing = [
             Record {
                 correct_lookups: Some(9),
@@ -388,6 +411,11 @@ mod tests {
                 len_reported: Some(11),
                 ..passing.clone()
             },
+            Record {
+                insert_answers: Some(10),
+                wrong_insert_answers: Some(1),
+                ..passing.clone()
+            },
         ];
         for (i, r) in failing.into_iter().enumerate() {
             assert_eq!(r.checks_passed(), Some(false), "check {i}");
@@ -397,6 +425,8 @@ mod tests {
             batched_build_mismatches: Some(0),
             scan_mismatches: Some(0),
             len_reported: Some(10),
+            insert_answers: Some(10),
+            wrong_insert_answers: Some(0),
             ..passing
         };
         assert_eq!(right.checks_passed(), Some(true));

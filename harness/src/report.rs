@@ -183,6 +183,9 @@ fn correctness(r: &Record) -> String {
     if let Some(len) = r.len_reported.filter(|&len| len != r.keys) {
         let _ = write!(s, "; len() ✗ {}", thousands(len));
     }
+    if let Some(m) = r.wrong_insert_answers.filter(|&m| m > 0) {
+        let _ = write!(s, "; insert answers ✗ {} wrong", thousands(m));
+    }
     s
 }
 
@@ -498,6 +501,7 @@ mod tests {
         bad.iter_mismatches = Some(3);
         bad.keys = 100_000;
         bad.len_reported = Some(99_999);
+        bad.wrong_insert_answers = Some(2);
         let failed = Record {
             structure: "frozen".into(),
             error: Some("not yet available".into()),
@@ -512,7 +516,10 @@ mod tests {
         );
         assert!(rows[3].contains("| 4.00 M (2.00×) | n/a |"), "{}", rows[3]);
         assert!(
-            rows[4].contains("99.000% (99,000/100,000) ✗; iteration ✗ 3 wrong; len() ✗ 99,999"),
+            rows[4].contains(
+                "99.000% (99,000/100,000) ✗; iteration ✗ 3 wrong; len() ✗ 99,999; \
+                 insert answers ✗ 2 wrong"
+            ),
             "{}",
             rows[4]
         );

@@ -182,6 +182,9 @@ fn json_records_have_the_documented_shape() {
         assert_eq!(r["failed_runs"], 0);
         assert_eq!(r["all_correct"], true);
         assert_eq!(r["len_reported"], 2000);
+        // Each insert of the build, and a replacement of every eighth key.
+        assert_eq!(r["insert_answers"], 2250);
+        assert_eq!(r["wrong_insert_answers"], 0);
         assert_eq!(r["dataset_fingerprint"].as_str().unwrap().len(), 16);
         assert!(r["allocated_bytes"].as_u64().unwrap() > 16000);
     }
@@ -208,6 +211,11 @@ fn json_records_have_the_documented_shape() {
         "{table}"
     );
 }
+
+/// The inserts `selftest-wrong` answers wrong over the first 500 keys: 50
+/// in the build, and 11 of the 63 replacements (those whose old or new
+/// value ends in 0, which its `get` answers wrong).
+const WRONG_INSERT_ANSWERS: u64 = 61;
 
 #[test]
 fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
@@ -247,6 +255,10 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
     assert_eq!(recs[2]["iter_mismatches"], 50);
     assert_eq!(recs[2]["batched_build_mismatches"], 50);
     assert_eq!(recs[2]["len_reported"], 499);
+    // 500 inserts and 63 replacements answered; the build's 50 said a key
+    // was there, and 11 replacements answered or read back a wrong value.
+    assert_eq!(recs[2]["insert_answers"], 563);
+    assert_eq!(recs[2]["wrong_insert_answers"], WRONG_INSERT_ANSWERS);
     assert_eq!(recs[2]["all_correct"], false);
     assert_eq!(recs[3]["all_correct"], true);
     // The checks made before the panic (`len`) passed; the crash left no
@@ -259,7 +271,10 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
     );
     let table = text(&out.stdout);
     assert!(
-        table.contains("91.119% (513/563) ✗; iteration ✗ 50 wrong; len() ✗ 499"),
+        table.contains(&format!(
+            "91.119% (513/563) ✗; iteration ✗ 50 wrong; len() ✗ 499; \
+             insert answers ✗ {WRONG_INSERT_ANSWERS} wrong"
+        )),
         "{table}"
     );
     assert!(

@@ -19,7 +19,7 @@ impl Structure for ArtTree {
     fn build(input: &BuildInput<'_>) -> Result<Self, String> {
         let mut map = Art::new();
         for (key, value) in input.entries() {
-            map.insert(ByteString::new(key), value);
+            input.inserted(key, map.insert(ByteString::new(key), value));
         }
         Ok(ArtTree(map))
     }

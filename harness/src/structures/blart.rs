@@ -54,14 +54,19 @@ impl Structure for Blart {
         if input.any_nul {
             let mut map = TreeMap::new();
             for (key, value) in input.entries() {
-                map.try_insert(Box::from(key), value)
-                    .map_err(|e| format!("blart: {e}"))?;
+                let old =
+                    (map.try_insert(Box::from(key), value)).map_err(|e| format!("blart: {e}"))?;
+                input.inserted(key, old.is_none());
             }
             return Ok(Blart::Bytes(map));
         }
         let mut map = TreeMap::new();
         for (key, value) in input.entries() {
-            map.insert(owned_cstr(key).into_boxed_c_str(), value);
+            input.inserted(
+                key,
+                map.insert(owned_cstr(key).into_boxed_c_str(), value)
+                    .is_none(),
+            );
         }
         Ok(Blart::CStr {
             map,
@@ -74,6 +79,16 @@ impl Structure for Blart {
             Blart::CStr { map, .. } => map.len(),
             Blart::Bytes(map) => map.len(),
         })
+    }
+
+    const REPLACES: bool = true;
+
+    fn replace(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        match self {
+            Blart::CStr { map, .. } => map.insert(owned_cstr(key).into_boxed_c_str(), value),
+            // The key is in the map, so it is no prefix of another.
+            Blart::Bytes(map) => map.try_insert(Box::from(key), value).ok().flatten(),
+        }
     }
 
     fn get(&self, key: &[u8]) -> Option<u64> {

@@ -36,7 +36,7 @@ impl<const MODE: u8> Structure for FastArtMap<MODE> {
     fn build(input: &BuildInput<'_>) -> Result<Self, String> {
         let mut map = Self::empty();
         for (key, value) in input.entries() {
-            map.insert(key, value);
+            input.inserted(key, map.insert(key, value).is_none());
         }
         if Self::COMPACT {
             map.compact();
@@ -46,6 +46,12 @@ impl<const MODE: u8> Structure for FastArtMap<MODE> {
 
     fn len(&self) -> Option<usize> {
         Some(self.0.len())
+    }
+
+    const REPLACES: bool = true;
+
+    fn replace(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.0.insert(key, value)
     }
 
     fn get(&self, key: &[u8]) -> Option<u64> {

@@ -16,13 +16,19 @@ impl Structure for Hash {
     fn build(input: &BuildInput<'_>) -> Result<Self, String> {
         let mut map = HashMap::new();
         for (key, value) in input.entries() {
-            map.insert(Box::from(key), value);
+            input.inserted(key, map.insert(Box::from(key), value).is_none());
         }
         Ok(Hash(map))
     }
 
     fn len(&self) -> Option<usize> {
         Some(self.0.len())
+    }
+
+    const REPLACES: bool = true;
+
+    fn replace(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.0.insert(Box::from(key), value)
     }
 
     fn get(&self, key: &[u8]) -> Option<u64> {

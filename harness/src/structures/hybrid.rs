@@ -31,7 +31,7 @@ impl Structure for Hybrid {
     fn build(input: &BuildInput<'_>) -> Result<Self, String> {
         let map = HybridConfig::new().build();
         for (key, value) in input.entries() {
-            map.insert(key, value);
+            input.inserted(key, map.insert(key, value).is_none());
         }
         Hybrid::merged(map)
     }
@@ -48,6 +48,12 @@ impl Structure for Hybrid {
 
     fn len(&self) -> Option<usize> {
         Some(self.map.len())
+    }
+
+    const REPLACES: bool = true;
+
+    fn replace(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.map.insert(key, value)
     }
 
     fn get(&self, key: &[u8]) -> Option<u64> {

@@ -3,6 +3,8 @@
 //! Adding one (e.g. `hybrid` when it lands) takes a file here with an
 //! adapter, and a line in [`REGISTRY`].
 
+use std::cell::{Cell, RefCell};
+
 use crate::dataset::Keys;
 use crate::measure;
 use crate::record::Record;
@@ -43,6 +45,9 @@ pub(crate) struct BuildInput<'a> {
     pub(crate) order: &'a [u32],
     /// Whether some key holds a zero byte.
     pub(crate) any_nul: bool,
+    /// What the build's inserts answered, where the structure's insert
+    /// answers at all (see [`BuildInput::inserted`]).
+    pub(crate) answers: InsertAnswers,
 }
 
 impl BuildInput<'_> {
@@ -51,6 +56,39 @@ impl BuildInput<'_> {
         self.order
             .iter()
             .map(|&i| (self.keys.get(i as usize), self.values[i as usize]))
+    }
+
+    /// Records an insert's answer to whether `key` was new. The keys are
+    /// distinct, so every answer must say it was: a map that believes it
+    /// replaced a value has lost track of its keys, even if every later
+    /// read agrees with the dataset.
+    #[inline]
+    pub(crate) fn inserted(&self, key: &[u8], was_new: bool) {
+        self.answers.checked.set(self.answers.checked.get() + 1);
+        if !was_new {
+            self.answers.said_present(key);
+        }
+    }
+}
+
+/// The inserts' answers a build recorded through [`BuildInput::inserted`].
+#[derive(Debug, Default)]
+pub(crate) struct InsertAnswers {
+    /// Answers recorded.
+    pub(crate) checked: Cell<u64>,
+    /// Of those, how many said the key was already there.
+    pub(crate) wrong: Cell<u64>,
+    /// The first key so answered.
+    pub(crate) first_wrong: RefCell<Option<Vec<u8>>>,
+}
+
+impl InsertAnswers {
+    #[cold]
+    pub(crate) fn said_present(&self, key: &[u8]) {
+        self.wrong.set(self.wrong.get() + 1);
+        self.first_wrong
+            .borrow_mut()
+            .get_or_insert_with(|| key.to_vec());
     }
 }
 
@@ -93,6 +131,17 @@ pub(crate) trait Structure: Sized {
     /// insert (for FastArt, `Extend`). Always given the keys in dataset order.
     fn build_batched(input: &BuildInput<'_>) -> Result<Self, String> {
         Self::build(input)
+    }
+
+    /// Whether the structure can set a key's value after its build and
+    /// answer with the value it replaced ([`Structure::replace`]); checked
+    /// only then.
+    const REPLACES: bool = false;
+
+    /// Sets `key`, which the map holds, to `value`, by the structure's
+    /// insert: the value replaced, as the insert answers.
+    fn replace(&mut self, _key: &[u8], _value: u64) -> Option<u64> {
+        None
     }
 
     /// Calls `f` on every entry in key order.

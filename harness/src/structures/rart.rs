@@ -37,7 +37,8 @@ impl Structure for Rart {
     fn build(input: &BuildInput<'_>) -> Result<Self, String> {
         let mut map = AdaptiveRadixTree::new();
         for (key, value) in input.entries() {
-            map.insert_k(&VectorKey::new_from_slice(key), value);
+            let old = map.insert_k(&VectorKey::new_from_slice(key), value);
+            input.inserted(key, old.is_none());
         }
         Ok(Rart {
             map,
@@ -47,6 +48,12 @@ impl Structure for Rart {
 
     fn len(&self) -> Option<usize> {
         Some(self.map.len())
+    }
+
+    const REPLACES: bool = true;
+
+    fn replace(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.map.insert_k(&VectorKey::new_from_slice(key), value)
     }
 
     fn get(&self, key: &[u8]) -> Option<u64> {

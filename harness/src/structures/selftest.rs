@@ -9,7 +9,9 @@ pub(crate) const PANIC: u8 = 0;
 /// Aborts the process (no unwinding, no record from the child).
 pub(crate) const ABORT: u8 = 1;
 /// Answers every tenth lookup wrong (batched too), skips every tenth
-/// entry when read in order, and counts one entry too few.
+/// entry when read in order, counts one entry too few, and says of every
+/// tenth key that its insert replaced a value (in the build, and when a
+/// value is replaced, by answering the old value wrong).
 pub(crate) const WRONG: u8 = 2;
 
 /// The `btreemap` adapter, failing as `MODE` says.
@@ -18,7 +20,20 @@ pub(crate) struct Faulty<const MODE: u8>(BTree);
 
 impl<const MODE: u8> Structure for Faulty<MODE> {
     fn build(input: &BuildInput<'_>) -> Result<Self, String> {
-        Ok(Faulty(BTree::build(input)?))
+        let map = BTree::build(input)?;
+        if MODE == WRONG {
+            for (key, _) in input.entries().filter(|(_, v)| v % 10 == 0) {
+                input.answers.said_present(key);
+            }
+        }
+        Ok(Faulty(map))
+    }
+
+    const REPLACES: bool = MODE == WRONG;
+
+    fn replace(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        let old = self.0.replace(key, value)?;
+        Some(if old % 10 == 0 { old + 1 } else { old })
     }
 
     // The default batched lookup (one `get` per key) and batched build (the

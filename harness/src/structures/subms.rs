@@ -25,13 +25,19 @@ impl Structure for Subms {
     fn build(input: &BuildInput<'_>) -> Result<Self, String> {
         let mut map = Art::new();
         for (key, value) in input.entries() {
-            map.insert(key, value);
+            input.inserted(key, map.insert(key, value).is_none());
         }
         Ok(Subms(map))
     }
 
     fn len(&self) -> Option<usize> {
         Some(self.0.len())
+    }
+
+    const REPLACES: bool = true;
+
+    fn replace(&mut self, key: &[u8], value: u64) -> Option<u64> {
+        self.0.insert(key, value)
     }
 
     fn get(&self, key: &[u8]) -> Option<u64> {
