@@ -343,6 +343,13 @@ pub(crate) fn save_atomically_with(
         context: format!("saving frozen layer to {}", path.display()),
         source: io::Error::new(io::ErrorKind::InvalidInput, "the path does not name a file"),
     })?;
+    // Opened before anything changes: a directory that cannot be opened
+    // (writable but not readable) must fail the save while the old file
+    // is still in place, not after the rename.
+    let dir_handle = open_dir(dir).map_err(io_error(format!(
+        "opening directory {} to sync it",
+        dir.display()
+    )))?;
     let (temp_path, mut file) = create_temp_file(dir, file_name)?;
     let mut guard = RemoveOnDrop(Some(temp_path.clone()));
     write(&mut file, &temp_path)?;
@@ -357,7 +364,13 @@ pub(crate) fn save_atomically_with(
         path.display()
     )))?;
     guard.0 = None;
-    sync_dir(dir).map_err(io_error(format!("syncing directory {}", dir.display())))
+    match dir_handle {
+        Some(dir_handle) => dir_handle.sync_all().map_err(io_error(format!(
+            "syncing directory {} (the new file is in place, but may not be durable)",
+            dir.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Numbers this process's temporary files apart.
@@ -404,17 +417,17 @@ fn create_temp_file(dir: &Path, file_name: &std::ffi::OsStr) -> Result<(PathBuf,
     }
 }
 
-/// Makes a rename durable: on Unix, the directory entry is only on disk once
-/// the directory itself is synced.
-fn sync_dir(dir: &Path) -> io::Result<()> {
+/// The directory to sync after the rename, which makes it durable: on Unix,
+/// the directory entry is only on disk once the directory itself is synced.
+fn open_dir(dir: &Path) -> io::Result<Option<File>> {
     #[cfg(unix)]
     {
-        File::open(dir)?.sync_all()
+        File::open(dir).map(Some)
     }
     #[cfg(not(unix))]
     {
         let _ = dir;
-        Ok(())
+        Ok(None)
     }
 }
 

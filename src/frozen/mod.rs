@@ -320,9 +320,16 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// [`open_unverified`](Self::open_unverified) (under 0.1 ms) to skip
     /// the check for files you trust.
     ///
-    /// The file must not be modified in place while it is open: the mapping
-    /// would show the changes (or fault, if the file shrinks). Replacing it
-    /// by a rename, as [`save`](Self::save) does, is safe.
+    /// **The file must not be modified in place while it is open**, by this
+    /// process or another: the mapping would show the changes (queries may
+    /// then panic or answer wrong), and if the file shrinks, reading a page
+    /// past its new end kills the process with `SIGBUS`. Every memory map
+    /// rests on this promise, which no type can check (it is why memmap2's
+    /// `Mmap::map` is `unsafe`); `open` is a safe function for files that
+    /// are only ever replaced whole. Replacing the file by a rename, as
+    /// [`save`](Self::save) does, is safe: a layer open on the old file
+    /// keeps reading the old file. Read the bytes yourself and use
+    /// [`from_bytes`](Self::from_bytes) where that promise cannot be kept.
     ///
     /// ```
     /// use memkv::{Error, FrozenLayer};
@@ -345,7 +352,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// Like [`open`](Self::open), but checks only the header, trailer and
     /// section lengths (O(1)), not the checksum or the column's contents.
     ///
-    /// For files you trust (say, written by this process a moment ago). On a
+    /// For files you trust (say, written by this process a moment ago). The
+    /// file is mapped as by `open`, with the same rule: never modify it in
+    /// place while it is open. On a
     /// damaged file, queries may then return wrong results, panic, or in the
     /// worst case not terminate (the fst crate trusts its bytes; it has no
     /// `unsafe` code, so never undefined behaviour).

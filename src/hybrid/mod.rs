@@ -1062,7 +1062,10 @@ where
     /// [`FrozenLayer::open`]), with an empty delta and the default policy.
     ///
     /// The base then lives in the page cache, not on the heap, until the
-    /// first merge builds a new one in memory. For a file from elsewhere,
+    /// first merge builds a new one in memory. Until then the file must not
+    /// be modified in place, as [`FrozenLayer::open`] says (a file that
+    /// shrinks kills the process with `SIGBUS`); saving over it by a rename,
+    /// as [`save`](Self::save) does, is safe. For a file from elsewhere,
     /// open it with [`FrozenLayer::open`], check it with
     /// [`FrozenLayer::verify_structure`] and make the map with
     /// [`from_frozen`](Self::from_frozen).
