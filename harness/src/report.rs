@@ -487,6 +487,8 @@ mod tests {
             iter_keys_per_s: Some(4e6),
             correct_lookups: Some(100_000),
             lookups: Some(100_000),
+            insert_answers: Some(112_500),
+            wrong_insert_answers: Some(0),
             ..Default::default()
         }
     }
@@ -515,6 +517,7 @@ mod tests {
             rows[2]
         );
         assert!(rows[3].contains("| 4.00 M (2.00×) | n/a |"), "{}", rows[3]);
+        assert!(!rows[2].contains('✗'), "no wrong answer: {}", rows[2]);
         assert!(
             rows[4].contains(
                 "99.000% (99,000/100,000) ✗; iteration ✗ 3 wrong; len() ✗ 99,999; \

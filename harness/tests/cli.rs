@@ -312,6 +312,15 @@ fn panics_crashes_and_wrong_answers_are_reported_per_structure() {
         lookups += 1;
     }
     assert!(lookups >= 2, "{failures:?}");
+    // The build's wrong answers in one line, the replacements' first three
+    // each in one.
+    let starting = |what: &str| {
+        (failures.iter())
+            .filter(|f| f.as_str().unwrap().starts_with(what))
+            .count()
+    };
+    assert_eq!(starting("insert: 50 of 500 inserts"), 1, "{failures:?}");
+    assert_eq!(starting("replace: "), 3, "{failures:?}");
 }
 
 #[test]
