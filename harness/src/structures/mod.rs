@@ -1,7 +1,10 @@
 //! The structures under test, each behind the small [`Structure`] adapter.
 //!
-//! Adding one (e.g. `hybrid` when it lands) takes a file here with an
-//! adapter, and a line in [`REGISTRY`].
+//! Adding one takes a file here with an adapter, and a line in
+//! [`REGISTRY`]. Where its insert answers whether a key was there, the
+//! build passes each answer to [`BuildInput::inserted`], and
+//! [`Structure::replace`] lets the harness check the answer to a
+//! replacement too.
 
 use std::cell::{Cell, RefCell};
 
