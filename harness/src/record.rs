@@ -106,8 +106,8 @@ pub(crate) struct Record {
     pub(crate) wrong_insert_answers: Option<u64>,
     /// Whether every check made was passed: lookups (batched too), the
     /// iteration, the scans, the batched build, `len` and the inserts'
-    /// answers; `null` when none
-    /// was made (an error came first). Set when the runs are combined.
+    /// answers; `null` when none was made (an error came first). Set when
+    /// the runs are combined.
     #[serde(default)]
     pub(crate) all_correct: Option<bool>,
     /// Of `runs`, how many ended in an error (then `error` is the first).
