@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::io;
+use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong in memkv, with the offending data where there
 /// is any.
@@ -80,6 +81,79 @@ pub enum Error {
     },
     /// An error reported by the `fst` crate that no other variant describes.
     Fst(fst::Error),
+    /// A file's contents were refused: `error` says why (one of the variants
+    /// above), `path` which file. Opening a file returns its contents'
+    /// errors this way, so that the message names the file; an I/O error
+    /// names it in its `context` instead. Match on
+    /// [`without_path`](Self::without_path) to handle an error the same
+    /// whether or not it came from a file.
+    ///
+    /// ```
+    /// use memkv::{Error, FrozenLayer};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("notes.txt");
+    /// std::fs::write(&path, "not a layer, but long enough for a header and a trailer")?;
+    /// let err = FrozenLayer::<u64>::open(&path).unwrap_err();
+    /// assert_eq!(err.path(), Some(path.as_path()));
+    /// assert!(matches!(err.without_path(), Error::BadMagic { .. }));
+    /// assert!(err.to_string().ends_with("notes.txt: not a memkv file: it starts with \"not a la\" \
+    ///                                    instead of the magic number"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    InFile {
+        /// The file, as the caller named it.
+        path: PathBuf,
+        /// What is wrong with its contents.
+        error: Box<Error>,
+    },
+}
+
+impl Error {
+    /// The file the error is about, for an [`Error::InFile`].
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Error::InFile { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The error itself, without the file it was found in: the `error` of
+    /// an [`Error::InFile`], any other error as it is.
+    ///
+    /// ```
+    /// use memkv::{Error, FrozenLayer};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let layer = FrozenLayer::from_sorted_iter([("k", 1u64)])?;
+    /// let path = dir.path().join("ids.memkv");
+    /// layer.save(&path)?;
+    /// let from_file = FrozenLayer::<u32>::open(&path).unwrap_err();
+    /// let from_bytes = FrozenLayer::<u32>::from_bytes(layer.as_bytes().to_vec()).unwrap_err();
+    /// for err in [from_file, from_bytes] {
+    ///     assert!(matches!(err.without_path(), Error::ValueTypeMismatch { .. }));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn without_path(&self) -> &Error {
+        match self {
+            Error::InFile { error, .. } => error,
+            other => other,
+        }
+    }
+
+    /// This error, found in the file at `path`: an [`Error::InFile`],
+    /// unless it already names a file (an `InFile`, or an [`Error::Io`],
+    /// whose context does).
+    pub(crate) fn in_file(self, path: impl Into<PathBuf>) -> Error {
+        match self {
+            Error::InFile { .. } | Error::Io { .. } => self,
+            error => Error::InFile {
+                path: path.into(),
+                error: Box::new(error),
+            },
+        }
+    }
 }
 
 /// Shows a key in an error message: printable ASCII as is, other bytes
@@ -148,6 +222,7 @@ impl fmt::Display for Error {
             ),
             Error::Corrupt { reason } => write!(f, "corrupt data: {reason}"),
             Error::Fst(err) => write!(f, "fst error: {err}"),
+            Error::InFile { path, error } => write!(f, "{}: {error}", path.display()),
         }
     }
 }
@@ -157,6 +232,10 @@ impl std::error::Error for Error {
         match self {
             Error::Io { source, .. } => Some(source),
             Error::Fst(err) => Some(err),
+            // The message already includes the error's own, so the chain
+            // goes on from its source (as `Display` and `source` should not
+            // both show one message).
+            Error::InFile { error, .. } => error.source(),
             _ => None,
         }
     }
@@ -264,6 +343,42 @@ mod tests {
         let err = Error::Fst(fst_err);
         assert_eq!(err.to_string(), format!("fst error: {shown}"));
         assert_eq!(err.source().unwrap().to_string(), shown);
+    }
+
+    #[test]
+    fn an_error_in_a_file_names_it_once_and_keeps_the_chain() {
+        let err = Error::Corrupt {
+            reason: "a section runs past the end".into(),
+        }
+        .in_file("/data/ids.memkv");
+        assert_eq!(
+            err.to_string(),
+            "/data/ids.memkv: corrupt data: a section runs past the end"
+        );
+        assert_eq!(err.path(), Some(Path::new("/data/ids.memkv")));
+        assert!(matches!(err.without_path(), Error::Corrupt { .. }));
+        assert!(err.source().is_none(), "the inner message is already shown");
+        // Named once: a second file does not wrap it again.
+        let again = err.in_file("/elsewhere");
+        assert_eq!(again.path(), Some(Path::new("/data/ids.memkv")));
+        assert!(matches!(again.without_path(), Error::Corrupt { .. }));
+
+        // The chain goes on from the inner error's own source.
+        let fst_err = fst::Map::new(vec![1u8, 2, 3]).unwrap_err();
+        let shown = fst_err.to_string();
+        let err = Error::Fst(fst_err).in_file("x.memkv");
+        assert_eq!(err.to_string(), format!("x.memkv: fst error: {shown}"));
+        assert_eq!(err.source().unwrap().to_string(), shown);
+
+        // An I/O error names its file in its context already.
+        let io = Error::Io {
+            context: "opening frozen layer x.memkv".into(),
+            source: io::Error::new(io::ErrorKind::NotFound, "no such file"),
+        }
+        .in_file("x.memkv");
+        assert!(matches!(io, Error::Io { .. }));
+        assert_eq!(io.path(), None);
+        assert!(matches!(io.without_path(), Error::Io { .. }));
     }
 
     #[test]

@@ -2,8 +2,29 @@
 //! `from_bytes`, never a panic.
 
 use std::fs;
+use std::path::Path;
 
 use memkv::{Error, FrozenLayer};
+
+/// The error of opening a file that is refused for its contents: it must
+/// name the file (an `Error::InFile` whose message starts with the path)
+/// around the error itself, which is returned.
+fn refused_in_file<T: std::fmt::Debug>(result: Result<T, Error>, path: &Path) -> Error {
+    let err = result.expect_err("the file was accepted");
+    let message = err.to_string();
+    assert!(
+        message.starts_with(&format!("{}: ", path.display())),
+        "{message}"
+    );
+    match err {
+        Error::InFile { path: named, error } => {
+            assert_eq!(named, path);
+            assert!(message.ends_with(&error.to_string()), "{message}");
+            *error
+        }
+        other => panic!("expected an error naming {}, got {other:?}", path.display()),
+    }
+}
 
 /// A small layer with both kinds of column work to do: 40 keys sharing
 /// prefixes, values of 20 bits.
@@ -128,8 +149,8 @@ fn a_damaged_mapped_file_is_caught_by_open_and_verify() {
     bytes[middle] ^= 0x04;
     fs::write(&path, &bytes).unwrap();
     assert!(matches!(
-        FrozenLayer::<u64>::open(&path),
-        Err(Error::ChecksumMismatch { .. })
+        refused_in_file(FrozenLayer::<u64>::open(&path), &path),
+        Error::ChecksumMismatch { .. }
     ));
     // The unverified open skips the checksum; verify() runs it later.
     let unverified = FrozenLayer::<u64>::open_unverified(&path).unwrap();
@@ -352,8 +373,8 @@ fn bad_value_offsets_are_caught_by_the_full_checks() {
     let path = dir.path().join("offsets.memkv");
     fs::write(&path, &bad).unwrap();
     assert!(matches!(
-        FrozenLayer::<Vec<u8>>::open(&path),
-        Err(Error::Corrupt { .. })
+        refused_in_file(FrozenLayer::<Vec<u8>>::open(&path), &path),
+        Error::Corrupt { .. }
     ));
     let unverified = FrozenLayer::<Vec<u8>>::open_unverified(&path).unwrap();
     assert!(matches!(unverified.verify(), Err(Error::Corrupt { .. })));
@@ -476,8 +497,8 @@ fn empty_and_foreign_files_fail_to_open() {
     let empty = dir.path().join("empty.memkv");
     fs::write(&empty, b"").unwrap();
     assert!(matches!(
-        FrozenLayer::<u64>::open(&empty),
-        Err(Error::Corrupt { .. })
+        refused_in_file(FrozenLayer::<u64>::open(&empty), &empty),
+        Error::Corrupt { .. }
     ));
     let text = dir.path().join("notes.txt");
     fs::write(
@@ -486,8 +507,13 @@ fn empty_and_foreign_files_fail_to_open() {
     )
     .unwrap();
     assert!(matches!(
-        FrozenLayer::<u64>::open(&text),
-        Err(Error::BadMagic { .. })
+        refused_in_file(FrozenLayer::<u64>::open(&text), &text),
+        Error::BadMagic { .. }
+    ));
+    let err = FrozenLayer::<u64>::open_unverified(&text).unwrap_err();
+    assert!(matches!(
+        refused_in_file(Err::<(), _>(err), &text),
+        Error::BadMagic { .. }
     ));
     // A directory is not a file.
     assert!(FrozenLayer::<u64>::open(dir.path()).is_err());

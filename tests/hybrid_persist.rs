@@ -75,9 +75,11 @@ fn open_reports_errors() {
     let path = dir.path().join("bytes.memkv");
     let map: HybridMap<Vec<u8>> = [("a", vec![1u8])].into_iter().collect();
     map.save(&path).unwrap();
+    let err = HybridMap::<u64>::open(&path).unwrap_err();
+    assert_eq!(err.path(), Some(path.as_path()));
     assert!(matches!(
-        HybridMap::<u64>::open(&path),
-        Err(Error::ValueTypeMismatch { .. })
+        err.without_path(),
+        Error::ValueTypeMismatch { .. }
     ));
 }
 

@@ -305,7 +305,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
 
     /// Memory-maps the layer file at `path`, after checking it in full like
     /// [`from_bytes`](Self::from_bytes). A missing or unreadable file is an
-    /// [`Error::Io`] naming the path.
+    /// [`Error::Io`] naming the path; a file whose contents are refused, an
+    /// [`Error::InFile`] naming it around the error `from_bytes` would
+    /// return (match on [`Error::without_path`]).
     ///
     /// The file is not read onto the heap: queries read the mapping, and the
     /// OS pages it in and out. The check reads every byte once (which also
@@ -346,7 +348,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::from_storage(Storage::map_file(path.as_ref())?, Check::Full)
+        let path = path.as_ref();
+        Self::from_storage(Storage::map_file(path)?, Check::Full).map_err(|err| err.in_file(path))
     }
 
     /// Like [`open`](Self::open), but checks only the header, trailer and
@@ -376,7 +379,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open_unverified(path: impl AsRef<Path>) -> Result<Self> {
-        Self::from_storage(Storage::map_file(path.as_ref())?, Check::Lengths)
+        let path = path.as_ref();
+        Self::from_storage(Storage::map_file(path)?, Check::Lengths)
+            .map_err(|err| err.in_file(path))
     }
 
     pub(crate) fn from_storage(storage: Storage, check: Check) -> Result<Self> {
