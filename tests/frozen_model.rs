@@ -332,6 +332,26 @@ proptest! {
     }
 
     #[test]
+    fn layers_are_equal_when_their_entries_are(
+        a in model(),
+        change in (key(), prop::option::of(value())),
+        changed in any::<bool>(),
+    ) {
+        let mut b = a.clone();
+        if changed {
+            match change.1 {
+                Some(v) => b.insert(change.0, v),
+                None => b.remove(&change.0),
+            };
+        }
+        let layer = |m: &Model| FrozenLayer::from_sorted_iter(m.iter().map(|(k, v)| (k, *v))).unwrap();
+        let (x, y) = (layer(&a), layer(&b));
+        prop_assert_eq!(x == y, a == b);
+        prop_assert_eq!(y == x, a == b);
+        prop_assert!(x == x.clone());
+    }
+
+    #[test]
     fn bytes_round_trip(model in model(), random in vec(key(), 0..4)) {
         let layer = FrozenLayer::from_sorted_iter(model.iter().map(|(k, v)| (k, *v))).unwrap();
         let copy = FrozenLayer::<u64>::from_bytes(layer.as_bytes().to_vec()).unwrap();

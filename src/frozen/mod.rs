@@ -1025,6 +1025,35 @@ impl<V: FrozenValue> Clone for FrozenLayer<V> {
     }
 }
 
+/// Layers are equal when they hold the same entries, as `BTreeMap`s are,
+/// however they were built or stored (on the heap or mapped).
+///
+/// ```
+/// use memkv::FrozenLayer;
+///
+/// let sorted = FrozenLayer::from_sorted_iter([("a", 1u32), ("b", 2)])?;
+/// let unsorted = FrozenLayer::from_unsorted_iter([("b", 2u32), ("a", 1)])?;
+/// assert_eq!(sorted, unsorted);
+/// assert_ne!(sorted, FrozenLayer::from_sorted_iter([("a", 1u32), ("b", 3)])?);
+/// # Ok::<(), memkv::Error>(())
+/// ```
+impl<V: FrozenValue + PartialEq> PartialEq for FrozenLayer<V> {
+    fn eq(&self, other: &Self) -> bool {
+        if self.len() != other.len() {
+            return false;
+        }
+        let (mut a, mut b) = (self.iter(), other.iter());
+        while let (Some(x), Some(y)) = (a.next_entry(), b.next_entry()) {
+            if x != y {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl<V: FrozenValue + Eq> Eq for FrozenLayer<V> {}
+
 impl<'a, V: FrozenValue> IntoIterator for &'a FrozenLayer<V> {
     type Item = (Vec<u8>, V);
     type IntoIter = Iter<'a, V>;

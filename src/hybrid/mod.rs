@@ -2166,6 +2166,20 @@ where
     }
 }
 
+/// ```
+/// let map = memkv::HybridMap::from([("a", 1u32), ("b", 2)]);
+/// assert_eq!((map.len(), map.get("b")), (2, Some(2)));
+/// ```
+impl<K, V, const N: usize> From<[(K, V); N]> for HybridMap<V>
+where
+    K: AsRef<[u8]>,
+    V: FrozenValue + Clone + Send + Sync + 'static,
+{
+    fn from(entries: [(K, V); N]) -> Self {
+        entries.into_iter().collect()
+    }
+}
+
 /// Entries `extend` looks up together: enough for the base's lookups to
 /// overlap within each part it holds, few enough that the batch's keys and
 /// old values stay small.
