@@ -382,6 +382,27 @@ fn outputs_placed_otherwise_are_refused() {
             .contains("node 30 brings the output to 0"),
         "{refused}"
     );
+
+    // Mapped from a file, the same refusal names the file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forged.memkv");
+    std::fs::write(&path, forged.as_bytes()).unwrap();
+    let mapped = FrozenLayer::<u64>::open(&path).expect("its checksum is valid");
+    let refused = mapped.verify_structure().unwrap_err();
+    assert_eq!(refused.path(), Some(path.as_path()));
+    assert!(matches!(
+        refused.without_path(),
+        memkv::Error::Corrupt { .. }
+    ));
+    let message = refused.to_string();
+    assert!(
+        message.starts_with(&format!("{}: ", path.display())),
+        "{message}"
+    );
+    assert!(
+        message.contains("node 30 brings the output to 0"),
+        "{message}"
+    );
 }
 
 #[test]

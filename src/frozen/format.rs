@@ -260,14 +260,29 @@ fn check_fst_root(fst: &[u8]) -> Result<()> {
 #[derive(Clone)]
 pub(crate) enum Storage {
     Heap(Vec<u8>),
-    Mapped(Arc<Mmap>),
+    Mapped(Arc<MappedFile>),
+}
+
+/// A file's read-only mapping, with its path for the errors found in it
+/// later (by `verify`).
+pub(crate) struct MappedFile {
+    pub(crate) map: Mmap,
+    pub(crate) path: PathBuf,
 }
 
 impl Storage {
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Storage::Heap(bytes) => bytes,
-            Storage::Mapped(map) => map,
+            Storage::Mapped(file) => &file.map,
+        }
+    }
+
+    /// The file the bytes are mapped from, if any.
+    pub(crate) fn path(&self) -> Option<&Path> {
+        match self {
+            Storage::Heap(_) => None,
+            Storage::Mapped(file) => Some(&file.path),
         }
     }
 
@@ -297,7 +312,10 @@ impl Storage {
             context: format!("memory-mapping frozen layer {}", path.display()),
             source,
         })?;
-        Ok(Storage::Mapped(Arc::new(map)))
+        Ok(Storage::Mapped(Arc::new(MappedFile {
+            map,
+            path: path.to_owned(),
+        })))
     }
 }
 

@@ -419,7 +419,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     }
 
     /// Re-runs the full checks of [`open`](Self::open): the checksum over
-    /// every byte and the column's contents.
+    /// every byte and the column's contents. On a layer mapped from a file,
+    /// an error names the file, as `open`'s do ([`Error::InFile`]).
     ///
     /// ```
     /// let layer = memkv::FrozenLayer::from_sorted_iter([("greeting", b"hello".to_vec())])?;
@@ -432,14 +433,29 @@ impl<V: FrozenValue> FrozenLayer<V> {
     ///
     /// let damaged = memkv::FrozenLayer::<Vec<u8>>::open_unverified(&path)?;
     /// assert_eq!(damaged.get("greeting"), Some(b"Hello".to_vec()));
-    /// assert!(matches!(damaged.verify(), Err(memkv::Error::ChecksumMismatch { .. })));
+    /// let err = damaged.verify().unwrap_err();
+    /// assert!(matches!(err.without_path(), memkv::Error::ChecksumMismatch { .. }));
+    /// assert_eq!(err.path(), Some(path.as_path())); // a mapped layer's errors name its file
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn verify(&self) -> Result<()> {
         let storage = &self.fst.as_inner().storage;
-        let layout = format::parse(storage.bytes(), V::TYPE_NAME, Check::Full)?;
-        V::Column::verify(&self.column, &storage.bytes()[layout.column])?;
-        (self.jump).verify(storage.bytes(), layout.fst.len(), layout.key_count)
+        let checked = (|| {
+            let layout = format::parse(storage.bytes(), V::TYPE_NAME, Check::Full)?;
+            V::Column::verify(&self.column, &storage.bytes()[layout.column])?;
+            (self.jump).verify(storage.bytes(), layout.fst.len(), layout.key_count)
+        })();
+        self.naming_its_file(checked)
+    }
+
+    /// `result`, whose error (if any) names the layer's file if it has one,
+    /// as [`open`](Self::open)'s do.
+    fn naming_its_file(&self, result: Result<()>) -> Result<()> {
+        let path = self.fst.as_inner().storage.path();
+        result.map_err(|err| match path {
+            Some(path) => err.in_file(path),
+            None => err,
+        })
     }
 
     /// Checks that the layer's contents are consistent, which the checksum
@@ -461,7 +477,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// from elsewhere, or from a writer you do not trust. The time grows
     /// with `len`, which a small file can make huge and still be valid
     /// (keys that share their parts: 63 nodes of two ways each spell 2^63
-    /// keys in 1.5 KB): look at `len` first if that matters.
+    /// keys in 1.5 KB): look at `len` first if that matters. On a layer
+    /// mapped from a file, an error names the file ([`Error::InFile`]).
     ///
     /// ```
     /// use memkv::{Error, FrozenLayer};
@@ -486,15 +503,18 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     pub fn verify_structure(&self) -> Result<()> {
         let storage = &self.fst.as_inner().storage;
-        let layout = format::parse(storage.bytes(), V::TYPE_NAME, Check::Lengths)?;
-        V::Column::verify(&self.column, &storage.bytes()[layout.column])?;
-        (self.jump).verify(storage.bytes(), layout.fst.len(), layout.key_count)?;
-        let corrupt = |reason| Error::Corrupt { reason };
-        let fst = self.fst.as_bytes();
-        let root = verify::check_fst(fst, layout.key_count).map_err(corrupt)?;
-        (self.jump)
-            .check_slots(storage.bytes(), fst, root)
-            .map_err(corrupt)
+        let checked = (|| {
+            let layout = format::parse(storage.bytes(), V::TYPE_NAME, Check::Lengths)?;
+            V::Column::verify(&self.column, &storage.bytes()[layout.column])?;
+            (self.jump).verify(storage.bytes(), layout.fst.len(), layout.key_count)?;
+            let corrupt = |reason| Error::Corrupt { reason };
+            let fst = self.fst.as_bytes();
+            let root = verify::check_fst(fst, layout.key_count).map_err(corrupt)?;
+            (self.jump)
+                .check_slots(storage.bytes(), fst, root)
+                .map_err(corrupt)
+        })();
+        self.naming_its_file(checked)
     }
 
     /// Writes the layer to `path` atomically: to a temporary file in the same
@@ -891,7 +911,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     pub fn mapped_bytes(&self) -> usize {
         match &self.fst.as_inner().storage {
             Storage::Heap(_) => 0,
-            Storage::Mapped(map) => map.len(),
+            Storage::Mapped(file) => file.map.len(),
         }
     }
 
