@@ -986,10 +986,7 @@ impl<V: FrozenValue> fmt::Debug for FrozenLayer<V> {
             .field("len", &self.len())
             .field("bytes", &self.as_bytes().len())
             .field("jump_depth", &self.jump.depth())
-            .field(
-                "mapped",
-                &matches!(self.fst.as_inner().storage, Storage::Mapped(_)),
-            )
+            .field("mapped_from", &self.fst.as_inner().storage.path())
             .finish()
     }
 }
