@@ -450,7 +450,9 @@ pub struct HybridStats {
     pub delta_pending: usize,
     /// Heap bytes of the deltas (fresh and sealed).
     pub delta_bytes: usize,
-    /// Sealed deltas: 1 while a merge runs, more only after failed merges.
+    /// Sealed deltas: 1 while a merge runs, more only after failed merges;
+    /// also 1 in a [`clone`](HybridMap::clone) taken while a merge ran, until
+    /// the copy's own next merge folds it in.
     pub sealed_deltas: usize,
     /// Whether a merge is running.
     pub merging: bool,
@@ -821,8 +823,16 @@ impl<V: FrozenValue + Clone> Inner<V> {
         }
     }
 
-    /// A merge the policy asked for, in the background or inline: failures
-    /// are recorded, not raised.
+    /// A merge asked for by [`HybridMap::merge_in_background`] (which the
+    /// policy also calls): waits for a merge running elsewhere (`freeze`,
+    /// say) to end, then merges what that one left, so that no request is
+    /// lost. Failures are recorded, not raised.
+    fn requested_merge(&self) {
+        let _ = self.merge(&self.lock_merges());
+    }
+
+    /// A merge the policy asked for inline: failures are recorded, not
+    /// raised. One already running elsewhere serves instead.
     fn automatic_merge(&self) {
         let guard = match self.merge_lock.try_lock() {
             Ok(guard) => guard,
@@ -1770,7 +1780,9 @@ where
 
     /// Asks for a merge on a background thread (started if none is running,
     /// even when the policy merges inline) and returns at once. Failures
-    /// show in [`stats`](Self::stats).
+    /// show in [`stats`](Self::stats). A merge running elsewhere (a
+    /// [`freeze`](Self::freeze) on another thread) is waited for, and this
+    /// one merges what came after it.
     ///
     /// [`freeze`](Self::freeze) waits for a merge that is running, so it
     /// serves to wait for this one:
@@ -1800,7 +1812,7 @@ where
                         // is `running` until `next` says otherwise), and
                         // the panic must show.
                         let merged = panic::catch_unwind(panic::AssertUnwindSafe(|| {
-                            inner.automatic_merge();
+                            inner.requested_merge();
                         }));
                         if let Err(payload) = merged {
                             inner.record().failed(&Outcome::Panicked(payload));
@@ -1810,7 +1822,7 @@ where
         });
         if !started {
             inner.record().last_error = Some("could not start a merge thread".into());
-            inner.automatic_merge();
+            inner.requested_merge();
         }
     }
 

@@ -39,7 +39,7 @@ struct GateState {
 }
 
 /// The gates; a test uses gate `G` through `Gated<G, HOLD>`.
-pub(crate) static GATES: [Gate; 2] = [Gate::new(), Gate::new()];
+pub(crate) static GATES: [Gate; 3] = [Gate::new(), Gate::new(), Gate::new()];
 
 impl Gate {
     const fn new() -> Self {
