@@ -219,3 +219,18 @@ fn compacting_a_small_map_does_not_grow_it() {
     }
     assert!(grew.is_empty(), "(keys, shape, before, after): {grew:?}");
 }
+
+/// `get_many` allocates its result and nothing else, as its doc says.
+#[test]
+fn get_many_allocates_only_its_result() {
+    let keys = paths(5000);
+    let map: FastArt<u64> = keys.iter().cloned().zip(0..).collect();
+    let mut asked: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    asked.push(b"not a key");
+    let before = counting::allocations();
+    let found = map.get_many(&asked);
+    assert_eq!(counting::allocations() - before, 1);
+    let one_by_one: Vec<Option<&u64>> = asked.iter().map(|k| map.get(k)).collect();
+    assert_eq!(found, one_by_one);
+    assert_eq!(found.iter().filter(|v| v.is_some()).count(), 5000);
+}

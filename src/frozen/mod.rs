@@ -611,7 +611,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// before. This keeps 16 lookups under way, each prefetching its next
     /// node when that lies in another cache line, so that their cache misses
     /// overlap. Worth it from a few dozen keys on, on a layer much larger
-    /// than the CPU caches; the result is one allocation per call.
+    /// than the CPU caches. It allocates at most twice per call: the
+    /// ordinals it finds first, then the result.
     ///
     /// ```
     /// let layer =

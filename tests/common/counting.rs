@@ -13,6 +13,12 @@ thread_local! {
     static NET: Cell<isize> = const { Cell::new(0) };
     /// The most `NET` has been since [`reset_peak`].
     static PEAK: Cell<isize> = const { Cell::new(0) };
+    /// Blocks this thread asked for (allocations and reallocations).
+    static CALLS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count_call() {
+    let _ = CALLS.try_with(|calls| calls.set(calls.get() + 1));
 }
 
 fn count(bytes: isize) {
@@ -27,12 +33,14 @@ fn count(bytes: isize) {
 // effect on the blocks.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_call();
         count(layout.size() as isize);
         // SAFETY: the caller's contract, passed on.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_call();
         count(layout.size() as isize);
         // SAFETY: the caller's contract, passed on.
         unsafe { System.alloc_zeroed(layout) }
@@ -45,6 +53,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_call();
         count(new_size as isize - layout.size() as isize);
         // SAFETY: the caller's contract, passed on.
         unsafe { System.realloc(ptr, layout, new_size) }
@@ -70,4 +79,11 @@ pub(crate) fn reset_peak() {
 #[allow(dead_code)]
 pub(crate) fn peak() -> isize {
     PEAK.with(Cell::get)
+}
+
+/// Blocks this thread has asked for so far (allocations and
+/// reallocations, not frees).
+#[allow(dead_code)]
+pub(crate) fn allocations() -> usize {
+    CALLS.with(Cell::get)
 }
