@@ -274,6 +274,18 @@ fn assert_range_matches(
         .iter()
         .chain(std::iter::repeat_n(&true, want.len() + 1))
     {
+        // The size hint bounds what is left, exactly when nothing bounds the
+        // walk (ordinals count it).
+        let (lower, upper) = both.size_hint();
+        let left = expected.len();
+        assert!(
+            lower <= left && upper.is_some_and(|upper| left <= upper),
+            "range {start:?}..{end:?}: {left} left, hint {:?}",
+            (lower, upper)
+        );
+        if matches!((start, end), (Bound::Unbounded, Bound::Unbounded)) {
+            assert_eq!((lower, upper), (left, Some(left)), "whole layer");
+        }
         let (got, want) = if front {
             (both.next(), expected.pop_front())
         } else {

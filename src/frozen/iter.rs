@@ -21,8 +21,9 @@ use crate::keys::{after_start, as_slice, before_end, owned_bound};
 /// the fst crate's general stream), keeping the current key in a buffer; each
 /// value is decoded from the column by the key's ordinal. The walk from the
 /// back starts at the first [`next_back`](DoubleEndedIterator::next_back);
-/// the two ends stop where they meet (the ordinals tell). Two ways to consume
-/// it:
+/// the two ends stop where they meet (the ordinals tell), which also makes
+/// the size hint exact over the whole layer (so `collect` allocates once)
+/// and an upper bound over a range. Two ways to consume it:
 ///
 /// * as an [`Iterator`] (and [`DoubleEndedIterator`]) of `(Vec<u8>, V)`:
 ///   convenient, but the key is copied into a fresh `Vec` for every entry
@@ -41,6 +42,9 @@ pub struct Iter<'a, V: FrozenValue> {
     /// Ordinals of the entries taken last from each end.
     front_last: Option<u64>,
     back_last: Option<u64>,
+    /// Whether the walk covers the whole layer (no bounds): the ordinals
+    /// between the ends then count the entries left exactly.
+    whole: bool,
     layer: &'a FrozenLayer<V>,
 }
 
@@ -56,12 +60,22 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
         Iter {
             front: Walker::new(data, root, start, end),
             back: None,
+            whole: matches!((start, end), (Bound::Unbounded, Bound::Unbounded)),
             start: owned_bound(start),
             root,
             front_last: None,
             back_last: None,
             layer,
         }
+    }
+
+    /// The entries left: exact for a walk of the whole layer; for a range,
+    /// at most the ordinals between the ends.
+    fn left(&self) -> (usize, Option<usize>) {
+        let from = self.front_last.map_or(0, |ordinal| ordinal + 1);
+        let to = self.back_last.unwrap_or(self.layer.len() as u64);
+        let between = to.saturating_sub(from) as usize;
+        (if self.whole { between } else { 0 }, Some(between))
     }
 
     /// The next entry, with the key borrowed from the walk (valid until the
@@ -138,6 +152,10 @@ impl<V: FrozenValue> Iterator for Iter<'_, V> {
     fn next(&mut self) -> Option<(Vec<u8>, V)> {
         self.next_entry().map(|(key, value)| (key.to_vec(), value))
     }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.left()
+    }
 }
 
 impl<V: FrozenValue> DoubleEndedIterator for Iter<'_, V> {
@@ -189,6 +207,10 @@ impl<V: FrozenValue> Iterator for Keys<'_, V> {
     fn next(&mut self) -> Option<Vec<u8>> {
         self.next_key().map(<[u8]>::to_vec)
     }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.left()
+    }
 }
 
 impl<V: FrozenValue> DoubleEndedIterator for Keys<'_, V> {
@@ -223,6 +245,10 @@ impl<V: FrozenValue> Iterator for Values<'_, V> {
     #[inline]
     fn next(&mut self) -> Option<V> {
         self.inner.next_entry().map(|(_, value)| value)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.left()
     }
 }
 
