@@ -440,19 +440,17 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     pub fn verify(&self) -> Result<()> {
         let storage = &self.fst.as_inner().storage;
-        let checked = (|| {
+        self.naming_its_file(|| {
             let layout = format::parse(storage.bytes(), V::TYPE_NAME, Check::Full)?;
             V::Column::verify(&self.column, &storage.bytes()[layout.column])?;
             (self.jump).verify(storage.bytes(), layout.fst.len(), layout.key_count)
-        })();
-        self.naming_its_file(checked)
+        })
     }
 
-    /// `result`, whose error (if any) names the layer's file if it has one,
-    /// as [`open`](Self::open)'s do.
-    fn naming_its_file(&self, result: Result<()>) -> Result<()> {
-        let path = self.fst.as_inner().storage.path();
-        result.map_err(|err| match path {
+    /// Runs `check`, whose error (if any) then names the layer's file if it
+    /// has one, as [`open`](Self::open)'s do.
+    fn naming_its_file(&self, check: impl FnOnce() -> Result<()>) -> Result<()> {
+        check().map_err(|err| match self.fst.as_inner().storage.path() {
             Some(path) => err.in_file(path),
             None => err,
         })
@@ -503,7 +501,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     pub fn verify_structure(&self) -> Result<()> {
         let storage = &self.fst.as_inner().storage;
-        let checked = (|| {
+        self.naming_its_file(|| {
             let layout = format::parse(storage.bytes(), V::TYPE_NAME, Check::Lengths)?;
             V::Column::verify(&self.column, &storage.bytes()[layout.column])?;
             (self.jump).verify(storage.bytes(), layout.fst.len(), layout.key_count)?;
@@ -513,8 +511,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
             (self.jump)
                 .check_slots(storage.bytes(), fst, root)
                 .map_err(corrupt)
-        })();
-        self.naming_its_file(checked)
+        })
     }
 
     /// Writes the layer to `path` atomically: to a temporary file in the same
