@@ -86,7 +86,7 @@
 //! | [`retain`](HybridMap::retain) | the read lock for its snapshot (as `iter`), then for each entry rejected the read lock for its old-value lookup, as `remove`, and the write lock while `keep` is asked again if another writer came since the snapshot, and the entry removed | as `iter`, then as `insert` |
 //! | [`stats`](HybridMap::stats) | the read lock for a few loads | as `get`; just after a merge sealed blind writes, that merge's count of them |
 //! | [`freeze`](HybridMap::freeze), [`clear`](HybridMap::clear) | the merge lock | a merge already running, to its end |
-//! | [`merge_in_background`](HybridMap::merge_in_background) | the merge thread's mailbox lock, to leave the request (and to start the thread if none runs) | another caller leaving a request; the merge thread itself waits for a merge running elsewhere (a `freeze`) and then merges what it left |
+//! | [`merge_in_background`](HybridMap::merge_in_background) | the merge thread's mailbox lock, to leave the request (and to start the thread if none runs) | another caller leaving a request (if no thread can be started, it merges inline, as `freeze`); the merge thread itself waits for a merge running elsewhere (a `freeze`) and then merges what it left |
 //! | [`save`](HybridMap::save) | the merge lock for its `freeze`, then none while it writes the base (a background merge that starts meanwhile may put some of its parts in place first, so the file may hold later writes in some ranges of keys and not in others) | as `freeze` |
 //!
 //! Readers never wait for a merge: the base and the sealed deltas are
