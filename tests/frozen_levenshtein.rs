@@ -1,0 +1,66 @@
+//! `FrozenLayer::search` with the fst crate's Levenshtein automaton, which
+//! the `levenshtein` feature turns on; CI runs this file with it
+//! (`cargo test --features levenshtein --test frozen_levenshtein`).
+#![cfg(feature = "levenshtein")]
+
+use std::collections::BTreeMap;
+
+use memkv::FrozenLayer;
+use memkv::frozen::automaton::{Automaton, Levenshtein, Str};
+use proptest::collection::{btree_map, vec};
+use proptest::prelude::*;
+
+/// The edit distance of `a` and `b` in Unicode scalar values, as the fst
+/// crate's automaton counts it (one row at a time).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substituted = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+fn word() -> impl Strategy<Value = String> {
+    vec(prop::sample::select(vec!['a', 'b', 'c', '/', 'é']), 0..7)
+        .prop_map(|chars| chars.into_iter().collect())
+}
+
+proptest! {
+    #[test]
+    fn search_finds_the_keys_within_the_distance(
+        model in btree_map(word(), any::<u32>(), 0..60),
+        query in word(),
+        max in 0u32..3,
+    ) {
+        let layer = FrozenLayer::from_sorted_iter(model.iter().map(|(k, v)| (k, *v))).unwrap();
+        let automaton = Levenshtein::new(&query, max).unwrap();
+        let found: BTreeMap<String, u32> = layer
+            .search(&automaton)
+            .map(|(k, v)| (String::from_utf8(k).unwrap(), v))
+            .collect();
+        let want: BTreeMap<String, u32> = model
+            .iter()
+            .filter(|(k, _)| distance(k, &query) <= max as usize)
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        prop_assert_eq!(found, want);
+
+        // Combined with another automaton: within the distance and
+        // starting with "a".
+        let both = automaton.intersection(Str::new("a").starts_with());
+        let found: Vec<Vec<u8>> = layer.search(both).map(|(k, _)| k).collect();
+        let want: Vec<Vec<u8>> = model
+            .keys()
+            .filter(|k| k.starts_with('a') && distance(k, &query) <= max as usize)
+            .map(|k| k.clone().into_bytes())
+            .collect();
+        prop_assert_eq!(found, want);
+    }
+}
