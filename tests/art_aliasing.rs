@@ -215,3 +215,49 @@ fn clustered_compaction_then_changes() {
     let found = map.get_many(&wanted);
     assert!(found.iter().zip(model.values()).all(|(f, v)| *f == Some(v)));
 }
+
+/// Every read of one map from two threads at once, as inserted and
+/// compacted. Under Miri its data-race detector checks that no read
+/// through `&FastArt` writes anything (the tree holds raw pointers, so the
+/// compiler cannot check `Sync` for it).
+#[test]
+fn reads_from_two_threads_at_once() {
+    fn reads(map: &FastArt<u64>, keys: &[Vec<u8>]) -> Vec<u64> {
+        let mut seen: Vec<u64> = keys
+            .iter()
+            .map(|key| map.get(key).copied().unwrap())
+            .collect();
+        seen.extend(map.get_many(keys).into_iter().map(|found| *found.unwrap()));
+        let mut iter = map.iter();
+        while let Some((_, value)) = iter.next_entry() {
+            seen.push(*value);
+        }
+        seen.extend(map.iter().rev().map(|(_, value)| *value));
+        seen.extend(map.prefix("usr/d3").map(|(_, value)| *value));
+        seen.extend(
+            map.range(&b"usr/d2"[..]..&b"w"[..])
+                .map(|(_, value)| *value),
+        );
+        seen.push(*map.first_key_value().unwrap().1);
+        seen.push(*map.last_key_value().unwrap().1);
+        seen
+    }
+    let keys = keys(120);
+    let mut map: FastArt<u64> = keys.iter().zip(0..).collect();
+    for compacted in [false, true] {
+        if compacted {
+            map.compact();
+        }
+        let alone = reads(&map, &keys);
+        std::thread::scope(|s| {
+            let (map, keys) = (&map, &keys[..]);
+            let threads = [
+                s.spawn(move || reads(map, keys)),
+                s.spawn(move || reads(map, keys)),
+            ];
+            for thread in threads {
+                assert_eq!(thread.join().unwrap(), alone);
+            }
+        });
+    }
+}
