@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
 use memkv::FrozenLayer;
+use memkv::frozen::automaton::Automaton;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 
@@ -242,6 +243,52 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
             backwards.iter().eq(want.iter().rev()),
             "prefix {probe:?} backwards"
         );
+
+        // The same through an automaton, whose size hint bounds what is
+        // left by the keys after the last one found.
+        let mut search = layer.search(StartsWith(probe));
+        let mut found = 0;
+        loop {
+            let after = match found {
+                0 => model.len(),
+                n => model
+                    .range::<Vec<u8>, _>((Bound::Excluded(&want[n - 1].0), Bound::Unbounded))
+                    .count(),
+            };
+            assert_eq!(search.size_hint(), (0, Some(after)), "search {probe:?}");
+            let Some(entry) = search.next() else { break };
+            assert_eq!(Some(&entry), want.get(found), "search {probe:?}");
+            found += 1;
+        }
+        assert_eq!(found, want.len(), "search {probe:?}");
+    }
+}
+
+/// Keys that start with the given bytes: the fst crate's `Str` takes only
+/// UTF-8. The state counts the bytes matched, `None` after a mismatch.
+struct StartsWith<'a>(&'a [u8]);
+
+impl Automaton for StartsWith<'_> {
+    type State = Option<usize>;
+
+    fn start(&self) -> Option<usize> {
+        Some(0)
+    }
+
+    fn is_match(&self, matched: &Option<usize>) -> bool {
+        *matched == Some(self.0.len())
+    }
+
+    fn can_match(&self, matched: &Option<usize>) -> bool {
+        matched.is_some()
+    }
+
+    fn accept(&self, matched: &Option<usize>, byte: u8) -> Option<usize> {
+        match *matched {
+            Some(n) if n == self.0.len() => Some(n),
+            Some(n) if self.0[n] == byte => Some(n + 1),
+            _ => None,
+        }
     }
 }
 

@@ -318,6 +318,14 @@ fn run_from(
                         let value = Val(value);
                         prop_assert_eq!(map.insert(&key, value), model.insert(key.clone(), value));
                     }
+                    let (lower, upper) = both.size_hint();
+                    let left = expected.len();
+                    prop_assert!(
+                        lower <= left && upper.is_some_and(|upper| left <= upper),
+                        "{} left, hint {:?}",
+                        left,
+                        (lower, upper)
+                    );
                     let (got, want) = if front {
                         (both.next(), expected.pop_front())
                     } else {
@@ -338,10 +346,25 @@ fn run_from(
                 prop_assert_eq!(got, want);
             }
             Op::Iterate => {
-                // The lending way, too.
+                // The lending way, too, checking the size hint at each step:
+                // exact when no delta entry can hide or add one.
+                let stats = map.stats();
+                let exact = stats.delta_entries == 0 && stats.sealed_deltas == 0;
                 let mut got = Vec::new();
                 let mut it = map.iter();
-                while let Some((k, v)) = it.next_entry() {
+                loop {
+                    let (lower, upper) = it.size_hint();
+                    let left = model.len() - got.len();
+                    prop_assert!(
+                        lower <= left && upper.is_some_and(|upper| left <= upper),
+                        "{} left, hint {:?}",
+                        left,
+                        (lower, upper)
+                    );
+                    if exact {
+                        prop_assert_eq!((lower, upper), (left, Some(left)));
+                    }
+                    let Some((k, v)) = it.next_entry() else { break };
                     got.push((k.to_vec(), v));
                 }
                 let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), *v)).collect();

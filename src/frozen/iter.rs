@@ -279,15 +279,22 @@ impl<V: FrozenValue> fmt::Debug for Iter<'_, V> {
 ///
 /// This runs the fst crate's automaton stream, which goes forward only. As
 /// with [`Iter`], [`next_entry`](Self::next_entry) lends each key instead of
-/// copying it.
+/// copying it. Its size hint is at most the keys after the last one found.
 pub struct Search<'a, V: FrozenValue, A: Automaton> {
     stream: fst::raw::Stream<'a, A>,
     layer: &'a FrozenLayer<V>,
+    /// Keys with ordinals below this have been passed: the size hint's
+    /// upper bound is the rest of the layer.
+    passed: u64,
 }
 
 impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
     pub(crate) fn new(stream: fst::raw::Stream<'a, A>, layer: &'a FrozenLayer<V>) -> Self {
-        Search { stream, layer }
+        Search {
+            stream,
+            layer,
+            passed: 0,
+        }
     }
 
     /// The next entry, with the key borrowed from the stream (valid until the
@@ -310,6 +317,8 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
         let (key, ordinal) = self.stream.next()?;
+        // The stream goes in key order, so ordinals increase.
+        self.passed = ordinal.value() + 1;
         Some((key, self.layer.value_at(ordinal.value())))
     }
 }
@@ -320,6 +329,13 @@ impl<V: FrozenValue, A: Automaton> Iterator for Search<'_, V, A> {
     #[inline]
     fn next(&mut self) -> Option<(Vec<u8>, V)> {
         self.next_entry().map(|(key, value)| (key.to_vec(), value))
+    }
+
+    /// At most the keys after the last one found; the automaton may accept
+    /// none of them.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = (self.layer.len() as u64).saturating_sub(self.passed);
+        (0, usize::try_from(left).ok())
     }
 }
 

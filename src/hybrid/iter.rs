@@ -334,6 +334,25 @@ fn fill_backward<V: FrozenValue>(
 /// It runs from both ends ([`DoubleEndedIterator`],
 /// [`next_back_entry`](Self::next_back_entry)); the walk from the back
 /// starts at the first call from that end, over the same snapshot.
+///
+/// Its [`size_hint`](Iterator::size_hint) is exact over the whole map when
+/// the delta is empty (as right after a merge); otherwise it bounds what is
+/// left from the entries each layer has left, and for a range or prefix its
+/// lower bound is 0.
+///
+/// ```
+/// let map: memkv::HybridMap<u64> = (0..100u32).map(|i| (i.to_be_bytes(), 1)).collect();
+/// map.freeze()?;
+/// let mut entries = map.iter();
+/// assert_eq!(entries.size_hint(), (100, Some(100)));
+/// entries.next();
+/// entries.next_back();
+/// assert_eq!(entries.size_hint(), (98, Some(98)));
+/// map.remove(7u32.to_be_bytes()); // a tombstone over the base
+/// let (lower, upper) = map.iter().size_hint();
+/// assert!(lower <= 99 && upper >= Some(99));
+/// # Ok::<(), memkv::Error>(())
+/// ```
 pub struct Iter<V: FrozenValue> {
     /// Newest first: ties go to the lower index.
     front: Vec<Source<V>>,
@@ -348,6 +367,59 @@ pub struct Iter<V: FrozenValue> {
     back_last: Option<(usize, usize)>,
     /// The ends have met, or the range ran out.
     done: bool,
+    /// How many entries the layers held in range and how many the ends
+    /// have passed, for [`Iterator::size_hint`].
+    tally: Tally,
+}
+
+/// Counts behind an [`Iter`]'s size hint.
+///
+/// Every entry the merge yields passes at least one layer entry, and the
+/// two ends never pass the same one (each stops before the other's last
+/// key), so the layer entries not yet passed bound what is left from above.
+/// From below: the base's keys are distinct, and each delta entry (a
+/// tombstone, or a value over a base key) takes at most one of them out of
+/// the output.
+#[derive(Clone, Copy, Debug)]
+struct Tally {
+    /// Base entries in range: exact for the whole key space, at most this
+    /// many for a narrower range (whole parts are counted, not clipped).
+    base: usize,
+    exact_base: bool,
+    /// Delta entries (values and tombstones) in range, at most this many.
+    deltas: usize,
+    base_passed: usize,
+    deltas_passed: usize,
+    /// False once [`Iter::skip_to`] has skipped entries unseen.
+    counting: bool,
+}
+
+impl Tally {
+    /// Counts a passed entry of source `index` of `sources`; the base is the
+    /// last source.
+    #[inline]
+    fn pass(&mut self, index: usize, sources: usize) {
+        if index + 1 == sources {
+            self.base_passed += 1;
+        } else {
+            self.deltas_passed += 1;
+        }
+    }
+
+    fn hint(&self) -> (usize, Option<usize>) {
+        if !self.counting {
+            return (0, None);
+        }
+        debug_assert!(self.base_passed <= self.base && self.deltas_passed <= self.deltas);
+        let base = self.base - self.base_passed;
+        let deltas = self.deltas - self.deltas_passed;
+        let lower = if self.exact_base {
+            base.saturating_sub(deltas)
+        } else {
+            0
+        };
+        (lower, base.checked_add(deltas))
+    }
 }
 
 impl<V: FrozenValue + Clone> Iter<V> {
@@ -360,20 +432,41 @@ impl<V: FrozenValue + Clone> Iter<V> {
         end: Bound<Vec<u8>>,
     ) -> Self {
         let mut sources = Vec::with_capacity(layers.deltas.len() + 2);
+        let mut deltas = 0;
         if let Some(batch) = fresh {
+            deltas += batch.len();
             sources.push(Source::new(Feed::Fixed, batch, Direction::Forward));
         }
         for delta in &layers.deltas {
+            // All of a sealed delta: counting its entries in range would
+            // cost a walk over them.
+            deltas += delta.len();
             let feed = Feed::Delta(Arc::clone(delta));
             sources.push(Source::new(feed, Batch::new(), Direction::Forward));
         }
-        let parts = layers
+        let parts: VecDeque<Part<V>> = layers
             .base
             .parts()
             .iter()
             .skip_while(|part| part.ends_before(as_slice(&start)))
             .cloned()
             .collect();
+        let whole_from_start = match &start {
+            Bound::Unbounded => true,
+            Bound::Included(key) => key.is_empty(),
+            Bound::Excluded(_) => false,
+        };
+        let tally = Tally {
+            base: (parts.iter())
+                .take_while(|part| !part.starts_after(as_slice(&end)))
+                .map(|part| part.keys)
+                .sum(),
+            exact_base: whole_from_start && matches!(end, Bound::Unbounded),
+            deltas,
+            base_passed: 0,
+            deltas_passed: 0,
+            counting: true,
+        };
         let feed = Feed::Base {
             parts,
             spent: 0,
@@ -388,6 +481,7 @@ impl<V: FrozenValue + Clone> Iter<V> {
             front_last: None,
             back_last: None,
             done: false,
+            tally,
         }
     }
 
@@ -426,6 +520,7 @@ impl<V: FrozenValue + Clone> Iter<V> {
             (&self.start, &self.end),
             Direction::Forward,
             limit,
+            &mut self.tally,
         ) else {
             self.done = true;
             return None;
@@ -462,9 +557,13 @@ impl<V: FrozenValue + Clone> Iter<V> {
             .back
             .get_or_insert_with(|| front.iter().map(Source::reversed).collect());
         let limit = last_key(Some(&self.front), self.front_last);
-        let Some((source, index, value)) =
-            step(back, (&self.start, &self.end), Direction::Backward, limit)
-        else {
+        let Some((source, index, value)) = step(
+            back,
+            (&self.start, &self.end),
+            Direction::Backward,
+            limit,
+            &mut self.tally,
+        ) else {
             self.done = true;
             return None;
         };
@@ -476,6 +575,7 @@ impl<V: FrozenValue + Clone> Iter<V> {
     /// fetched (for a merge that puts an old part in place as it is).
     pub(crate) fn skip_to(&mut self, key: &[u8]) {
         debug_assert!(self.back.is_none(), "merges read forward only");
+        self.tally.counting = false;
         for source in &mut self.front {
             while source.pos < source.batch.len() && source.head() < key {
                 source.pos += 1;
@@ -520,6 +620,17 @@ impl<V: FrozenValue + Clone> Iterator for Iter<V> {
     #[inline]
     fn next(&mut self) -> Option<(Vec<u8>, V)> {
         self.next_entry().map(|(key, value)| (key.to_vec(), value))
+    }
+
+    /// Exact over the whole map when its delta is empty (as after a
+    /// merge), so that `collect` allocates once; otherwise bounds from the
+    /// entries each layer has left.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            (0, Some(0))
+        } else {
+            self.tally.hint()
+        }
     }
 }
 
@@ -568,6 +679,10 @@ impl<V: FrozenValue + Clone> Iterator for Keys<V> {
     fn next(&mut self) -> Option<Vec<u8>> {
         self.next_key().map(<[u8]>::to_vec)
     }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
 }
 
 impl<V: FrozenValue + Clone> DoubleEndedIterator for Keys<V> {
@@ -599,6 +714,10 @@ impl<V: FrozenValue + Clone> Iterator for Values<V> {
     #[inline]
     fn next(&mut self) -> Option<V> {
         self.inner.next_entry().map(|(_, value)| value)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
     }
 }
 
@@ -638,6 +757,7 @@ fn step<V: FrozenValue + Clone>(
     (start, end): (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
     direction: Direction,
     limit: Option<&[u8]>,
+    tally: &mut Tally,
 ) -> Option<(usize, usize, V)> {
     let nearer = |a: &[u8], b: &[u8]| match direction {
         Direction::Forward => a < b,
@@ -656,6 +776,7 @@ fn step<V: FrozenValue + Clone>(
             }
         }
         let winner = best?;
+        let count = sources.len();
         let (newer, older) = sources.split_at_mut(winner + 1);
         let source = &mut newer[winner];
         let key = source.head();
@@ -664,13 +785,15 @@ fn step<V: FrozenValue + Clone>(
             return None;
         }
         // Older layers' entries for the same key are hidden: skip them.
-        for other in older {
+        for (i, other) in older.iter_mut().enumerate() {
             if other.pos < other.batch.len() && other.head() == key {
                 other.pos += 1;
+                tally.pass(winner + 1 + i, count);
             }
         }
         let index = source.pos;
         source.pos += 1;
+        tally.pass(winner, count);
         // A tombstone (`None`) hides the key: go on to the next.
         if let Some(value) = source.batch.values[index].take() {
             return Some((winner, index, value));
