@@ -411,8 +411,9 @@ impl Tally {
             return (0, None);
         }
         debug_assert!(self.base_passed <= self.base && self.deltas_passed <= self.deltas);
-        let base = self.base - self.base_passed;
-        let deltas = self.deltas - self.deltas_passed;
+        // Saturating: a hint must never panic, even if the counts were off.
+        let base = self.base.saturating_sub(self.base_passed);
+        let deltas = self.deltas.saturating_sub(self.deltas_passed);
         let lower = if self.exact_base {
             base.saturating_sub(deltas)
         } else {
