@@ -335,10 +335,11 @@ fn fill_backward<V: FrozenValue>(
 /// [`next_back_entry`](Self::next_back_entry)); the walk from the back
 /// starts at the first call from that end, over the same snapshot.
 ///
-/// Its [`size_hint`](Iterator::size_hint) is exact over the whole map when
-/// the delta is empty (as right after a merge); otherwise it bounds what is
-/// left from the entries each layer has left, and for a range or prefix its
-/// lower bound is 0.
+/// Its [`size_hint`](Iterator::size_hint) is exact over the whole map
+/// (`iter`, `range(..)`, `prefix("")`) when no delta holds an entry, fresh or
+/// sealed (`stats().delta_entries == 0`, as right after a merge); otherwise
+/// it bounds what is left from the entries each layer has left, and for a
+/// narrower range or prefix its lower bound is 0.
 ///
 /// ```
 /// let map: memkv::HybridMap<u64> = (0..100u32).map(|i| (i.to_be_bytes(), 1)).collect();
@@ -410,8 +411,9 @@ impl Tally {
         if !self.counting {
             return (0, None);
         }
+        // Debug builds check the counts, so that the model tests catch a
+        // miscount; release builds saturate, as a hint must not panic there.
         debug_assert!(self.base_passed <= self.base && self.deltas_passed <= self.deltas);
-        // Saturating: a hint must never panic, even if the counts were off.
         let base = self.base.saturating_sub(self.base_passed);
         let deltas = self.deltas.saturating_sub(self.deltas_passed);
         let lower = if self.exact_base {
@@ -623,9 +625,9 @@ impl<V: FrozenValue + Clone> Iterator for Iter<V> {
         self.next_entry().map(|(key, value)| (key.to_vec(), value))
     }
 
-    /// Exact over the whole map when its delta is empty (as after a
-    /// merge), so that `collect` allocates once; otherwise bounds from the
-    /// entries each layer has left.
+    /// Exact over the whole map when no delta, fresh or sealed, holds an
+    /// entry (as after a merge), so that `collect` allocates once; otherwise
+    /// bounds from the entries each layer has left.
     fn size_hint(&self) -> (usize, Option<usize>) {
         if self.done {
             (0, Some(0))
