@@ -23,10 +23,14 @@
 //! paths. [`FastArt::insert`] panics past that, like `Vec` past its
 //! capacity; [`FastArt::try_insert`] returns an [`InsertError`] instead,
 //! holding [`Error::CapacityExceeded`] and the value. A
-//! [`remove`](FastArt::remove) that shrinks a node allocates the smaller
-//! one before freeing the larger, so in a node arena full to its last unit
-//! it panics too, the map unchanged. Failing system allocations abort, as
-//! in the standard collections.
+//! [`remove`](FastArt::remove) that rebuilds a node or leaf (a node that
+//! shrinks, or a leaf that takes over its parent's prefix when the parent is
+//! left with one child) allocates the new block before freeing the old, so
+//! in an arena full to its last unit it panics too, the map unchanged.
+//! Failing system allocations abort, as in the standard collections. (Where
+//! an allocation error hook makes them unwind instead, on nightly Rust, an
+//! insert or remove leaves every key in place: each allocates all it needs
+//! before it changes the tree.)
 //!
 //! # Iteration without allocation
 //! Keys are not stored whole, so iterators assemble each key in a buffer they

@@ -291,7 +291,9 @@ impl<V> RawArt<V> {
     fn compact_leaves(&mut self) -> Vec<Entry> {
         /// Aborts if the copy unwinds half-way: the old nodes would refer to
         /// leaves in an arena about to be freed. Only running out of index
-        /// space could unwind it: the new arena is planned to hold the live
+        /// space (or a failing allocation, where an allocation error hook
+        /// unwinds instead of aborting) could unwind it: the new arena is
+        /// planned to hold the live
         /// leaves, in full chunks that leave at most a block's worth unused
         /// at their ends, so it needs no more than the old one did (which
         /// held the same leaves and more), short of a chunk at the 16 GiB
@@ -437,7 +439,9 @@ impl<V> RawArt<V> {
                     ptr::copy_nonoverlapping(self.ptr(r), nodes.ptr(idx), units * UNIT);
                     nodes.ptr(idx)
                 };
-                write_ref(slot, node_ref(idx));
+                // SAFETY: `slot` is `root` or a child slot of a copy in the
+                // new arena, whose blocks never move.
+                unsafe { write_ref(slot, node_ref(idx)) };
                 // The copy's slots lie where the old node's did. Reversed, to
                 // be popped in key order.
                 roots.extend(
@@ -511,7 +515,10 @@ impl<V> RawArt<V> {
                     // The parent entry comes first: taken top-down.
                     parent => copies[usize::from(parent)].wrapping_add(usize::from(placed.slot)),
                 };
-                write_ref(slot, node_ref(idx));
+                // SAFETY: the cluster root's slot (as above), or the child
+                // slot at offset `placed.slot` of its parent's copy, copied
+                // just before it in this region.
+                unsafe { write_ref(slot, node_ref(idx)) };
                 copies.push(copy);
             }
             // Left out: roots of later clusters, visited in about key order
@@ -824,7 +831,8 @@ mod tests {
             let found: Vec<u32> = slots.iter().map(|&(c, _)| c).collect();
             assert_eq!(found, expected, "a {:?}", node.kind());
             for &(c, slot) in &slots {
-                assert_eq!(read_ref(slot), c);
+                // SAFETY: `child_slots` gave a slot of the live node.
+                assert_eq!(unsafe { read_ref(slot) }, c);
             }
             stack.extend(expected.into_iter().filter(|&c| !is_leaf(c)));
         }

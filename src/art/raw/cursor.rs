@@ -407,7 +407,8 @@ impl Cursor {
             if child.is_null() {
                 return c;
             }
-            r = read_ref(child);
+            // SAFETY: `find` returned a child slot of the live node `r`.
+            r = unsafe { read_ref(child) };
             edge = Some(byte);
             depth += 1;
         }
@@ -473,7 +474,8 @@ impl Cursor {
             if child.is_null() {
                 return c;
             }
-            r = read_ref(child);
+            // SAFETY: `find` returned a child slot of the live node `r`.
+            r = unsafe { read_ref(child) };
             edge = Some(byte);
             depth += 1;
         }

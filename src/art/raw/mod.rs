@@ -181,9 +181,19 @@ impl<V> RawArt<V> {
             + self.scratch.capacity() * size_of::<(u8, u32)>()
     }
 
+    /// The address of the block `r` names.
+    ///
+    /// This and the other methods that take a reference `r` are safe
+    /// functions by this module's convention, not by their types: each
+    /// caller passes a reference it read from the tree (the root, or a slot
+    /// of a live node) or just made, which invariant 1 makes a live block of
+    /// the kind its tag says. A wrong `r` is a bug of this module; the
+    /// checker and the model tests look for the states that would lead to
+    /// one.
     #[inline(always)]
     fn ptr(&self, r: u32) -> *mut u8 {
-        // SAFETY: invariant 1: references stored in the tree name live blocks.
+        // SAFETY: invariant 1, for a reference read from the tree (see above):
+        // references stored in the tree name live blocks.
         unsafe {
             if is_leaf(r) {
                 self.leaves.ptr(block(r))
@@ -196,7 +206,8 @@ impl<V> RawArt<V> {
     #[inline(always)]
     pub(crate) fn node(&self, r: u32) -> Node {
         debug_assert!(r != 0 && !is_leaf(r));
-        // SAFETY: invariant 1: `r` names a live node block.
+        // SAFETY: invariant 1, for a reference read from the tree (see
+        // `ptr`): `r` names a live node block.
         unsafe { Node::from_ptr(self.ptr(r)) }
     }
 
@@ -247,8 +258,11 @@ impl<V> RawArt<V> {
     /// Moves the value out of leaf `r`, leaving the leaf without one.
     ///
     /// # Safety
-    /// The leaf's value must not be used again: the tree may afterwards only
-    /// be freed with [`RawArt::forget_values_and_clear`].
+    /// The caller must have the tree to itself, as if through `&mut`: no
+    /// reference to this value alive and no other thread reading the tree
+    /// (it takes `&self` only so that a walk can go on past the leaf). The
+    /// leaf's value must not be used again: the tree may afterwards only be
+    /// freed with [`RawArt::forget_values_and_clear`].
     #[inline]
     pub(crate) unsafe fn take_value(&self, r: u32) -> V {
         // SAFETY: a live leaf with a live value (invariant 6), taken once per
@@ -288,7 +302,8 @@ impl<V> RawArt<V> {
                 return None;
             }
             base.push(byte);
-            r = read_ref(child);
+            // SAFETY: `find` returned a child slot of the live node `r`.
+            r = unsafe { read_ref(child) };
         }
     }
 
@@ -396,7 +411,8 @@ impl<V> RawArt<V> {
         if slot.is_null() {
             return Step::Done(None);
         }
-        Step::Down(read_ref(slot), depth + 1)
+        // SAFETY: `find` returned a child slot of the live node `r`.
+        Step::Down(unsafe { read_ref(slot) }, depth + 1)
     }
 
     /// Leaves added since the last compaction, and the number of leaves
@@ -435,13 +451,16 @@ impl<V> RawArt<V> {
         let mut depth = 0;
         let mut region = usize::MAX;
         loop {
-            let r = read_ref(slot);
+            // SAFETY: `slot` is the root or a child slot of a live node (see
+            // above), and so is every slot written below.
+            let r = unsafe { read_ref(slot) };
             let rest = &key[depth..];
             self.enter_region(&mut region, r);
             if r == 0 {
                 // Invariant 1: only an empty tree has an empty slot.
                 let leaf = self.new_leaf(&[rest], value);
-                write_ref(slot, leaf);
+                // SAFETY: as for the read above.
+                unsafe { write_ref(slot, leaf) };
                 return self.finish_insert(leaf);
             }
             if is_leaf(r) {
@@ -456,15 +475,23 @@ impl<V> RawArt<V> {
                 let common = common_prefix(suffix, rest);
                 let new_leaf = self.new_leaf(&[rest.get(common + 1..).unwrap_or_default()], value);
                 let old_edge = suffix.get(common).copied();
-                // Reads `suffix` before freeing it.
-                let old_leaf =
-                    self.rebuild_leaf(r, &[suffix.get(common + 1..).unwrap_or_default()]);
+                // The old leaf keeps what lies below its edge, in a copy:
+                // every block an insert needs is allocated before anything
+                // in the tree changes, so that an allocation that fails
+                // leaves every reachable block as it was (the blocks already
+                // taken are lost, and the new value is not dropped). A
+                // failing allocation aborts, as in the standard collections,
+                // unless an allocation error hook unwinds.
+                let old_leaf = self.copy_leaf(r, &[suffix.get(common + 1..).unwrap_or_default()]);
                 let node = self.new_fork(
                     &rest[..common],
                     (old_edge, old_leaf),
                     (rest.get(common).copied(), new_leaf),
                 );
-                write_ref(slot, node);
+                self.free_copied_leaf(r);
+                // SAFETY: as for the read above; the node holding `slot` did
+                // not change.
+                unsafe { write_ref(slot, node) };
                 return self.finish_insert(new_leaf);
             }
             let node = self.node(r);
@@ -474,14 +501,18 @@ impl<V> RawArt<V> {
                 // The key leaves the node's prefix: fork above the node.
                 let new_leaf = self.new_leaf(&[rest.get(common + 1..).unwrap_or_default()], value);
                 let old_edge = prefix[common];
+                // As for a leaf above: allocate, then free.
                 let lower =
-                    self.rebuild_node(r, Some(&[&prefix[common + 1..]]), None, ChildChange::None);
+                    self.copy_node(r, Some(&[&prefix[common + 1..]]), None, ChildChange::None);
                 let fork = self.new_fork(
                     &rest[..common],
                     (Some(old_edge), lower),
                     (rest.get(common).copied(), new_leaf),
                 );
-                write_ref(slot, fork);
+                self.free_copied_node(r, true);
+                // SAFETY: as for the read above; `r`, now freed, was the node
+                // below `slot`, not the one holding it.
+                unsafe { write_ref(slot, fork) };
                 return self.finish_insert(new_leaf);
             }
             depth += prefix.len();
@@ -494,7 +525,8 @@ impl<V> RawArt<V> {
                 }
                 let leaf = self.new_leaf(&[], value);
                 let grown = self.rebuild_node(r, None, Some(leaf), ChildChange::None);
-                write_ref(slot, grown);
+                // SAFETY: as for the read above (`r` was below `slot`).
+                unsafe { write_ref(slot, grown) };
                 return self.finish_insert(leaf);
             }
             let byte = key[depth];
@@ -502,7 +534,8 @@ impl<V> RawArt<V> {
             if child.is_null() {
                 let leaf = self.new_leaf(&[&key[depth + 1..]], value);
                 let grown = self.add_child(r, byte, leaf);
-                write_ref(slot, grown);
+                // SAFETY: as for the read above (`r` was below `slot`).
+                unsafe { write_ref(slot, grown) };
                 return self.finish_insert(leaf);
             }
             slot = child;
@@ -574,21 +607,41 @@ impl<V> RawArt<V> {
     /// Moves leaf `r`'s value into a new leaf with suffix `suffix` (which may
     /// borrow from the old leaf) and frees the old one.
     fn rebuild_leaf(&mut self, r: u32, suffix: &[&[u8]]) -> u32 {
+        let new = self.copy_leaf(r, suffix);
+        self.free_copied_leaf(r);
+        new
+    }
+
+    /// A new leaf with leaf `r`'s value, copied bytewise, and suffix
+    /// `suffix` (which may borrow from `r`). Until [`free_copied_leaf`]
+    /// frees `r`, both hold the value: only one may stay in the tree.
+    ///
+    /// [`free_copied_leaf`]: Self::free_copied_leaf
+    fn copy_leaf(&mut self, r: u32, suffix: &[&[u8]]) -> u32 {
         let old = self.ptr(r);
         let len = suffix.iter().map(|p| p.len()).sum();
         let idx = self.alloc_leaf(len);
-        // SAFETY: invariants 1-2: `old` is a live leaf of `stored_units`; the new
-        // block is fresh and distinct from it, with room for the new suffix.
-        // The value moves bytewise; the old block is freed without dropping it.
+        // SAFETY: invariant 1: `old` is a live leaf; the new block is fresh
+        // and distinct from it, with room for the value and the new suffix.
         unsafe {
             let new = self.leaves.ptr(idx);
             std::ptr::copy_nonoverlapping(old, new, Leaf::<V>::VALUE_BYTES);
             self.heap_extra += bytes::write(Leaf::<V>::suffix_field(new), suffix);
+        }
+        leaf_ref(idx)
+    }
+
+    /// Frees leaf `r`, whose value a [`copy_leaf`](Self::copy_leaf) holds
+    /// now, without dropping the value.
+    fn free_copied_leaf(&mut self, r: u32) {
+        let old = self.ptr(r);
+        // SAFETY: invariants 1-2: `old` is a live leaf of `stored_units`
+        // units; its value lives on in the copy, so it is not dropped.
+        unsafe {
             let old_units = Leaf::<V>::stored_units(old);
             self.heap_extra -= bytes::free(Leaf::<V>::suffix_field(old));
             self.leaves.free(block(r), old_units);
         }
-        leaf_ref(idx)
     }
 
     fn build_node(&mut self, spec: &Spec<'_>) -> u32 {
@@ -602,6 +655,22 @@ impl<V> RawArt<V> {
     /// (`Some(0)` removes it) and a change of children, choosing the kind for
     /// the new child count. Frees the old block and returns the new reference.
     fn rebuild_node(
+        &mut self,
+        r: u32,
+        prefix: Option<&[&[u8]]>,
+        terminal: Option<u32>,
+        change: ChildChange,
+    ) -> u32 {
+        let new = self.copy_node(r, prefix, terminal, change);
+        self.free_copied_node(r, prefix.is_some());
+        new
+    }
+
+    /// [`rebuild_node`](Self::rebuild_node)'s new node, without freeing the
+    /// old one: until [`free_copied_node`](Self::free_copied_node) does,
+    /// both name the same children (and, with `prefix` `None`, the same
+    /// prefix allocation), and only one may stay in the tree.
+    fn copy_node(
         &mut self,
         r: u32,
         prefix: Option<&[&[u8]]>,
@@ -631,16 +700,23 @@ impl<V> RawArt<V> {
         };
         let new = self.build_node(&spec);
         self.scratch = children;
+        new
+    }
+
+    /// Frees node `r`, which a [`copy_node`](Self::copy_node) replaces, and
+    /// its prefix's allocation if the copy was given a new prefix
+    /// (`new_prefix`) rather than this one's, moved.
+    fn free_copied_node(&mut self, r: u32, new_prefix: bool) {
+        let node = self.node(r);
         // SAFETY: invariant 2: the old node is live with `units()` units. Its
-        // prefix field is freed only if it was not moved into the new node.
+        // prefix field is freed only if it was not moved into the copy.
         unsafe {
             let units = node.units();
-            if prefix.is_some() {
+            if new_prefix {
                 self.heap_extra -= bytes::free(node.prefix_field());
             }
             self.nodes.free(block(r), units);
         }
-        new
     }
 
     /// Adds a child on `byte` (which node `r` does not have); returns the
@@ -680,7 +756,9 @@ impl<V> RawArt<V> {
         let mut parent: Option<(*mut u8, Option<u8>)> = None;
         let mut region = usize::MAX;
         loop {
-            let r = read_ref(slot);
+            // SAFETY: `slot` is the root or a terminal or child slot of a
+            // live node, and nothing is freed until the walk ends.
+            let r = unsafe { read_ref(slot) };
             if r == 0 {
                 return None;
             }
@@ -694,9 +772,13 @@ impl<V> RawArt<V> {
                 match parent {
                     None => self.root = 0,
                     Some((node_slot, edge)) => {
-                        let node = read_ref(node_slot);
+                        // SAFETY: the slot the walk read the parent from:
+                        // the root or a slot of the grandparent, which
+                        // `remove_entry` does not change.
+                        let node = unsafe { read_ref(node_slot) };
                         let replacement = self.remove_entry(node, edge);
-                        write_ref(node_slot, replacement);
+                        // SAFETY: as above.
+                        unsafe { write_ref(node_slot, replacement) };
                     }
                 }
                 self.len -= 1;
@@ -733,7 +815,6 @@ impl<V> RawArt<V> {
         }
     }
 
-    /// Frees leaf `r` and returns its value.
     /// Gives every chunk back and forgets the layout's history. Only for an
     /// empty tree: every index into the arenas becomes invalid.
     pub(crate) fn release_arenas(&mut self) {
@@ -747,6 +828,7 @@ impl<V> RawArt<V> {
         self.leaves_in_order = false;
     }
 
+    /// Frees leaf `r` and returns its value.
     fn free_leaf(&mut self, r: u32) -> V {
         let p = self.ptr(r);
         // SAFETY: invariants 1, 2, 6: a live leaf with a live value; it is

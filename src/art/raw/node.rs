@@ -111,16 +111,25 @@ pub(crate) fn node_bytes(kind: Kind, count: usize, prefix_field: usize, terminal
     PREFIX_AT + prefix_field + 4 * usize::from(terminal) + kind.body_bytes(count)
 }
 
+/// Reads the tree reference in `slot`.
+///
+/// # Safety
+/// `slot` must be valid for reads of 4 bytes: a slot inside a live block (a
+/// node's terminal or child slot) or the tree's `u32` root.
 #[inline(always)]
-pub(crate) fn read_ref(slot: *const u8) -> u32 {
-    // SAFETY: every caller passes a slot inside a live block or a `u32` root;
-    // unaligned reads are always allowed.
+pub(crate) unsafe fn read_ref(slot: *const u8) -> u32 {
+    // SAFETY: 4 readable bytes per the contract; unaligned reads are always
+    // allowed.
     unsafe { slot.cast::<u32>().read_unaligned() }
 }
 
+/// Writes tree reference `r` into `slot`.
+///
+/// # Safety
+/// `slot` must be valid for writes of 4 bytes, as for [`read_ref`].
 #[inline(always)]
-pub(crate) fn write_ref(slot: *mut u8, r: u32) {
-    // SAFETY: as for `read_ref`, for writes.
+pub(crate) unsafe fn write_ref(slot: *mut u8, r: u32) {
+    // SAFETY: 4 writable bytes per the contract.
     unsafe { slot.cast::<u32>().write_unaligned(r) }
 }
 
@@ -216,7 +225,9 @@ impl Node {
     /// Where the terminal slot is (or would be).
     #[inline(always)]
     pub(crate) fn terminal_slot(self) -> *mut u8 {
-        // SAFETY: inside the block when the node has a terminal.
+        // SAFETY: the offset right after the prefix field, inside the block
+        // both when the node has a terminal and when the body (of 5 bytes or
+        // more) starts there instead.
         unsafe { self.prefix_field().add(self.prefix_field_size()) }
     }
 
@@ -224,7 +235,8 @@ impl Node {
     #[inline(always)]
     pub(crate) fn terminal(self) -> u32 {
         if self.has_terminal() {
-            read_ref(self.terminal_slot())
+            // SAFETY: type invariant: a node with a terminal has its slot.
+            unsafe { read_ref(self.terminal_slot()) }
         } else {
             0
         }
@@ -535,7 +547,7 @@ impl Node {
         };
         let refs = self.sparse_refs();
         // SAFETY: type invariant: a sparse node has `count` refs.
-        (0..count).map(move |i| read_ref(unsafe { refs.add(4 * i) }))
+        (0..count).map(move |i| unsafe { read_ref(refs.add(4 * i)) })
     }
 
     /// Inserts a child into a Node48 that has room, in place.
@@ -588,8 +600,10 @@ impl Node {
     pub(crate) unsafe fn node256_set(self, byte: u8, child: u32) {
         // SAFETY: per the contract.
         let slot = unsafe { self.body().add(4 * byte as usize) };
-        let had = read_ref(slot) != 0;
-        write_ref(slot, child);
+        // SAFETY: a Node256's slot for `byte`, inside its body.
+        let had = unsafe { read_ref(slot) } != 0;
+        // SAFETY: as above.
+        unsafe { write_ref(slot, child) };
         let count = self.count();
         self.set_count(if child != 0 && !had {
             count + 1

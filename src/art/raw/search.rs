@@ -23,8 +23,9 @@ pub(crate) unsafe fn find_scalar(keys: *const u8, count: usize, byte: u8) -> Opt
 /// the four key bytes are compared at once in a 32-bit word.
 ///
 /// # Safety
-/// `keys` must be valid for reads of 4 bytes (a Node4's keys are followed by
-/// its child references, so this holds for every Node4).
+/// `keys` must be valid for reads of 4 bytes. This holds for every Node4:
+/// it has at least one child (invariant 3), so its keys are followed by at
+/// least 4 bytes of child references.
 #[inline(always)]
 pub(crate) unsafe fn find4(keys: *const u8, count: usize, byte: u8) -> Option<usize> {
     debug_assert!(count <= 4);
