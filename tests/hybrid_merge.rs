@@ -399,6 +399,66 @@ fn a_build_in_shares_on_more_threads_than_keys() {
     }
 }
 
+/// The threads that encoded a `Witnessed` value.
+static WITNESSES: Mutex<Vec<thread::ThreadId>> = Mutex::new(Vec::new());
+
+/// A value that records which threads encode it.
+#[derive(Clone, Debug, PartialEq)]
+struct Witnessed(u64);
+
+impl FrozenValue for Witnessed {
+    const TYPE_NAME: &'static str = "Witnessed";
+    type Column = IntColumn;
+    fn encode(&self) -> u64 {
+        let mut seen = WITNESSES.lock().unwrap();
+        let me = thread::current().id();
+        if !seen.contains(&me) {
+            seen.push(me);
+        }
+        self.0
+    }
+    fn decode(encoded: u64) -> Self {
+        Witnessed(encoded)
+    }
+}
+
+/// No build starts more threads than the machine has cores, however many
+/// `build_threads` asks for. A sorted build started one thread per part
+/// past that, each holding its part until the end (2026-11-29, a review:
+/// 1,001 threads for 2,000 parts).
+#[test]
+fn no_build_starts_more_threads_than_cores() {
+    let cores = thread::available_parallelism().map_or(1, usize::from);
+    let config = HybridConfig::new().part_keys(10).build_threads(1000);
+    for sorted in [true, false] {
+        WITNESSES.lock().unwrap().clear();
+        let order: Vec<u64> = if sorted {
+            (0..20_000).collect()
+        } else {
+            shuffled(20_000).collect()
+        };
+        let map = config
+            .clone()
+            .build_from(order.into_iter().map(|i| (key(i), Witnessed(i))));
+        let stats = map.stats();
+        assert_eq!(
+            (stats.len, stats.base_keys),
+            (20_000, 20_000),
+            "sorted: {sorted}"
+        );
+        let threads = WITNESSES.lock().unwrap().len();
+        assert!(
+            (1..=cores).contains(&threads),
+            "sorted: {sorted}: {threads} threads encoded, on {cores} cores"
+        );
+        assert!(
+            (0..20_000)
+                .step_by(97)
+                .all(|i| map.get(key(i)) == Some(Witnessed(i)))
+        );
+    }
+}
+
 /// Parts of one key each: a merge cut an empty part before an old part
 /// of one key (half the target is 0), with the empty key one whose bounds
 /// were equal (2026-11-27, a review).

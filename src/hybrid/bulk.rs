@@ -19,7 +19,8 @@
 //! gathered in turn, and the threads build the parts in turn.
 //!
 //! A part build that fails (an error, or a panic in
-//! [`FrozenValue::encode`]) loses nothing: the trees, or each part's
+//! [`FrozenValue::encode`], in a value's `Clone` or in the `Drop` of a
+//! clone) loses nothing: the trees, or each part's
 //! entries, are kept until the parts holding them are built, and every
 //! entry (from the trees left, and from the parts built) then goes into
 //! one delta.
@@ -41,6 +42,15 @@ const BATCH: usize = 4096;
 /// Batches under way to one thread: enough to keep it busy while the
 /// caller reads on, few enough to hold little memory.
 const BATCHES_UNDER_WAY: usize = 4;
+
+/// The threads a build asked for `asked` may start: no more than the
+/// machine's cores. More would build no faster, and each holds the entries
+/// of a part (a sorted build, whose every turn also keeps its last part
+/// built until its turn comes round) or of a share's trees.
+pub(super) fn threads_for(asked: usize) -> usize {
+    let cores = thread::available_parallelism().map_or(1, usize::from);
+    asked.clamp(1, cores)
+}
 
 /// How many entries are read before the key space is cut: the sample the
 /// pivots come from. Fewer entries are not split (the cut is worth it once
@@ -792,7 +802,7 @@ fn gather_and_build<V: FrozenValue + Clone>(
 
 /// The parts of one share's keys, in `trees` (of consecutive ranges, from
 /// `lower` on), cut every `part_keys` keys as a merge over an empty base
-/// cuts them, except that fewer than half that many left at the end go
+/// cuts them, except that fewer than half that many (rounded down) left at the end go
 /// into the part before (which then holds at most one and a half times as
 /// many): the shares' ends are not where such a merge would cut. The last
 /// part has no upper bound: [`glue`] sets the bounds where the shares

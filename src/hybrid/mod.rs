@@ -939,7 +939,8 @@ where
         mut rest: impl Iterator<Item = (K, V)>,
         config: HybridConfig,
     ) -> Self {
-        match bulk::build_sorted(sample, &mut rest, config.part_keys, config.build_threads) {
+        let threads = bulk::threads_for(config.build_threads);
+        match bulk::build_sorted(sample, &mut rest, config.part_keys, threads) {
             bulk::Sorted::Built {
                 parts,
                 keys,
@@ -969,7 +970,7 @@ where
         rest: impl Iterator<Item = (K, V)>,
         config: HybridConfig,
     ) -> Self {
-        let threads = config.build_threads;
+        let threads = bulk::threads_for(config.build_threads);
         match bulk::build(sample, rest, threads, config.part_keys) {
             bulk::Bulk::Built { parts, keys, took } => Self::of_parts(parts, keys, took, config),
             bulk::Bulk::Failed { values, why } => Self::of_failed_build(*values, &why, config),
@@ -2145,15 +2146,17 @@ where
 {
     /// A map of `entries` (a later entry for a key replaces an earlier one,
     /// as [`insert`](HybridMap::insert) would), built in one go if the
-    /// default policy would merge a delta of that many entries over an empty
-    /// base (it does from 4,096). Fewer than 65,536 are gathered in a
+    /// default policy would merge a delta of that many keys over an empty
+    /// base (it does from 4,096 distinct keys, and from 65,536 entries
+    /// however often they repeat a key). Fewer than 65,536 are gathered in a
     /// [`FastArt`], which becomes the map's delta and is merged into the
     /// base at once, in this thread. More are split among the machine's
     /// cores (up to four), each gathering one range of keys in trees and
     /// building that range's parts of the base, dropping each tree once its
-    /// keys are in parts; see [`HybridConfig::build_threads`]. Entries that
-    /// come in key order go straight into the base, with no tree, for as
-    /// long as they do, the cores building its parts in turn: over the
+    /// keys are in parts; see [`HybridConfig::build_threads`]. Entries whose
+    /// first 65,536 come in strictly increasing key order go straight into
+    /// the base, with no tree, for as long as they stay in order, the cores
+    /// building its parts in turn: over the
     /// 7.3 M paths sorted, on two cores, 3.6 s and a peak of 23 bytes per
     /// key (on one thread, 5.7 s and 17).
     ///

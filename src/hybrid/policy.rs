@@ -217,7 +217,9 @@ impl HybridConfig {
     /// (`collect`, [`build_from`](Self::build_from)) when the entries are
     /// many (from 2 × [`part_keys`](Self::part_keys) or
     /// [`min_delta_keys`](Self::min_delta_keys), whichever is more, capped
-    /// at 65,536) and this policy merges them at once.
+    /// at 65,536) and this policy would merge that many at once. (With
+    /// `min_delta_keys` over 65,536 it would not, as far as the first
+    /// 65,536 entries tell, and the build takes one tree on one thread.)
     ///
     /// Entries not in key order are split: the key space is cut into one
     /// share per thread at keys taken from the first entries; the calling
@@ -236,16 +238,21 @@ impl HybridConfig {
     /// sorted, two threads took 3.6 s against 5.7 s for one, for a peak of
     /// 23 against 17 bytes per key: each thread holds one part's entries
     /// (each key's bytes past those it shares with the key before) and its
-    /// builder. Should the
-    /// order break, the entries from there on are gathered in a tree,
-    /// which is merged into the base built so far.
+    /// builder. The first entries tell: the sample above must be in strictly
+    /// increasing order (one repeated key, as from a `sort` without `-u`,
+    /// sends all the entries the other way). Should the order break later,
+    /// the entries from there on are gathered in a tree, which becomes the
+    /// delta over the base built so far, merged at once if this policy would
+    /// merge it.
     ///
     /// Merges never take more than one thread: they run beside the map's
     /// users. By default the machine's cores, at most
     /// [`MAX_DEFAULT_BUILD_THREADS`](Self::MAX_DEFAULT_BUILD_THREADS).
-    /// Any number may be asked for; a build in shares starts no more
-    /// threads than the first entries' distinct keys give shares of eight
-    /// trees each.
+    /// Any number may be asked for. No build starts more threads than the
+    /// machine has cores ([`std::thread::available_parallelism`]): more
+    /// would build no faster, and each holds a part's entries or a share's
+    /// trees. A build in shares also starts no more than the first entries'
+    /// distinct keys give shares of eight trees each.
     ///
     /// # Panics
     /// If `threads` is 0.
