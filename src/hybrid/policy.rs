@@ -238,9 +238,10 @@ impl HybridConfig {
     /// sorted, two threads took 3.6 s against 5.7 s for one, for a peak of
     /// 23 against 17 bytes per key: each thread holds one part's entries
     /// (each key's bytes past those it shares with the key before) and its
-    /// builder. The first entries tell: the sample above must be in strictly
-    /// increasing order (one repeated key, as from a `sort` without `-u`,
-    /// sends all the entries the other way). Should the order break later,
+    /// builder. The first entries decide, as many as the threshold above:
+    /// they must come in strictly increasing order (one repeated key, as
+    /// from a `sort` without `-u`, sends all the entries the other way).
+    /// Should the order break later,
     /// the entries from there on are gathered in a tree, which becomes the
     /// delta over the base built so far, merged at once if this policy would
     /// merge it.
