@@ -802,11 +802,11 @@ fn gather_and_build<V: FrozenValue + Clone>(
 
 /// The parts of one share's keys, in `trees` (of consecutive ranges, from
 /// `lower` on), cut every `part_keys` keys as a merge over an empty base
-/// cuts them, except that fewer than half that many (rounded down) left at the end go
-/// into the part before (which then holds at most one and a half times as
-/// many): the shares' ends are not where such a merge would cut. The last
-/// part has no upper bound: [`glue`] sets the bounds where the shares
-/// meet.
+/// cuts them, except that fewer than half that many (rounded down) left at
+/// the end go into the part before (which then holds at most one and a
+/// half times as many): the shares' ends are not where such a merge would
+/// cut. The last part has no upper bound: [`glue`] sets the bounds where
+/// the shares meet.
 ///
 /// Each tree is dropped once the parts holding its keys are built. Should
 /// a build fail, the trees not dropped are returned with the parts built

@@ -241,10 +241,9 @@ impl HybridConfig {
     /// builder. The first entries decide, as many as the threshold above:
     /// they must come in strictly increasing order (one repeated key, as
     /// from a `sort` without `-u`, sends all the entries the other way).
-    /// Should the order break later,
-    /// the entries from there on are gathered in a tree, which becomes the
-    /// delta over the base built so far, merged at once if this policy would
-    /// merge it.
+    /// Should the order break later, the entries from there on are gathered
+    /// in a tree, which becomes the delta over the base built so far,
+    /// merged at once if this policy would merge it.
     ///
     /// Merges never take more than one thread: they run beside the map's
     /// users. By default the machine's cores, at most
