@@ -101,7 +101,6 @@ impl Tables {
 #[derive(Debug, Default)]
 pub struct VecMemtable {
     tables: RwLock<Tables>,
-    len: AtomicUsize,
     memory: AtomicUsize,
 }
 
@@ -159,8 +158,17 @@ impl MemtableRead for VecMemtable {
         BufferedCursor::new(buf)
     }
 
+    /// Exact, as the trait asks: a pair inserted again replaces the one
+    /// before. The entries lie unsorted until frozen, so this sorts a copy
+    /// of their references, O(n log n) like a cursor here.
     fn len(&self) -> usize {
-        self.len.load(Ordering::Relaxed)
+        let t = self.read();
+        if t.entries.len() < 2 {
+            return t.entries.len();
+        }
+        let mut entries = t.entries.clone();
+        sort_dedup(&t.arena, &mut entries);
+        entries.len()
     }
 
     fn approximate_memory_usage(&self) -> usize {
@@ -186,9 +194,6 @@ impl Memtable for VecMemtable {
             value,
         ]);
         t.entries.push(r);
-        // `len` counts appends; duplicates of an internal key are dropped
-        // when frozen.
-        self.len.store(t.entries.len(), Ordering::Relaxed);
         self.memory.store(t.memory_usage(), Ordering::Relaxed);
     }
 
