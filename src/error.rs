@@ -8,18 +8,12 @@ use std::path::{Path, PathBuf};
 /// is any.
 ///
 /// Operations that can fail on user input (a builder fed unsorted keys, a
-/// truncated file, a key past the length limit) return this instead of
-/// panicking.
+/// truncated or damaged file, a map past its capacity) return this instead
+/// of panicking. Keys have no length limit: no structure refuses a key for
+/// its length.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// A key is longer than the structure can store.
-    KeyTooLong {
-        /// The length of the rejected key.
-        len: usize,
-        /// The longest key the structure accepts.
-        max: usize,
-    },
     /// The structure cannot grow any further (its internal address space is
     /// exhausted; see the type's documentation for the limit).
     CapacityExceeded {
@@ -176,12 +170,6 @@ impl fmt::Display for DisplayKey<'_> {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::KeyTooLong { len, max } => {
-                write!(
-                    f,
-                    "key of {len} bytes is longer than the maximum of {max} bytes"
-                )
-            }
             Error::CapacityExceeded { bytes } => {
                 write!(
                     f,
@@ -263,13 +251,6 @@ mod tests {
     #[test]
     fn each_message_names_what_went_wrong_and_the_data() {
         let cases = [
-            (
-                Error::KeyTooLong {
-                    len: 70_000,
-                    max: 65_535,
-                },
-                "key of 70000 bytes is longer than the maximum of 65535 bytes",
-            ),
             (
                 Error::CapacityExceeded { bytes: 4096 },
                 "capacity exceeded: the structure already holds 4096 bytes",
