@@ -4,8 +4,8 @@
 //!
 //! # Layout
 //!
-//! A [`FrozenLayer`] is three sections of one byte string (see `format.rs`
-//! for the full file format):
+//! A [`FrozenLayer`] is three sections of one byte string (the file format,
+//! section by section, is in the repository's DESIGN.md):
 //!
 //! * an [`fst`](https://docs.rs/fst) mapping each key to its **ordinal**, its
 //!   position in key order (`0..len`). Ordinals make

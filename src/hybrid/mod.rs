@@ -151,7 +151,7 @@
 //! | **2^20** | 7 | 9.35 | 13.79 | **16.61** | 4.4 s |
 //! | one layer | 1 | 9.06 | 13.50 | 29.32 | 4.9 s |
 //!
-//! The default is 2^20: issue 5 asks for a base within 10% of a single
+//! The default is 2^20: the design asks for a base within 10% of a single
 //! frozen layer, and smaller parts come close to missing that on these
 //! paths (their suffixes are shared across the whole key space: +3.2% at
 //! 2^20, +7.5% at 2^19, +11% at 2^18 here), for little less peak. Parts stay between half
@@ -164,7 +164,7 @@
 //! range, 3.84 s after 1% updates of random keys).
 //!
 //! The default key ratio is 0.06, with a floor of 4,096 entries and a 256 MiB
-//! budget. On 2026-11-27 the mixed workload of issue 5 (90% lookups, 10%
+//! budget. On 2026-11-27 a mixed workload (90% lookups, 10%
 //! writes of random keys by `insert` and `remove`; harness
 //! `examples/hybrid_mixed.rs`) ran at four ratios on the full 7.3 M paths:
 //! 16 M operations each, merges in the background, 6.57 M keys loaded
