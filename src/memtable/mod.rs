@@ -324,7 +324,25 @@ pub trait MemtableRead: Send + Sync {
     /// The entries whose user keys lie in `range` and whose sequence numbers
     /// are at most `snapshot` (every version of each key, newest first).
     ///
-    /// `range` is over user keys: `..`, or a pair of `Bound<&[u8]>`.
+    /// `range` is over user keys: `..`, or a pair of `Bound<&[u8]>` (a
+    /// range of byte-string literals, such as `b"a"..b"b"`, is over arrays,
+    /// not slices, so it needs the pair):
+    ///
+    /// ```
+    /// use std::ops::Bound::{Excluded, Included};
+    /// use memkv::memtable::{EntryCursor, Memtable, MemtableRead, SkipListMemtable, ValueKind};
+    ///
+    /// let mem = SkipListMemtable::default();
+    /// for (seqno, key) in [b"a", b"b", b"c"].into_iter().enumerate() {
+    ///     mem.insert(key, seqno as u64 + 1, ValueKind::Value, b"v");
+    /// }
+    /// let bounds: (_, _) = (Included(&b"a"[..]), Excluded(&b"c"[..]));
+    /// let keys: Vec<Vec<u8>> = (mem.range(bounds, 10).collect_entries())
+    ///     .into_iter()
+    ///     .map(|e| e.user_key)
+    ///     .collect();
+    /// assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+    /// ```
     fn range<'a>(&'a self, range: impl RangeBounds<[u8]>, snapshot: u64) -> Self::Cursor<'a>;
 
     /// All entries with sequence numbers at most `snapshot`, in order.
