@@ -2114,6 +2114,41 @@ where
     }
 }
 
+impl<V> PartialEq for HybridMap<V>
+where
+    V: FrozenValue + Clone + Send + Sync + PartialEq + 'static,
+{
+    /// Whether both maps hold the same entries, whatever their layers:
+    /// the entries are compared in key order, as two [`iter`](HybridMap::iter)s
+    /// give them, so writes by other threads meanwhile may or may not count.
+    ///
+    /// ```
+    /// let a: memkv::HybridMap<u32> = [("a", 1), ("b", 2)].into_iter().collect();
+    /// let b = memkv::HybridMap::new();
+    /// b.insert("b", 2);
+    /// b.insert("c", 3);
+    /// b.freeze()?; // in the base
+    /// b.insert("a", 1); // in the delta
+    /// b.remove("c"); // a tombstone over the base
+    /// assert!(a == b);
+    /// b.insert("b", 20);
+    /// assert!(a != b);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    fn eq(&self, other: &Self) -> bool {
+        let (mut mine, mut theirs) = (self.iter(), other.iter());
+        loop {
+            match (mine.next_entry(), theirs.next_entry()) {
+                (None, None) => return true,
+                (Some(x), Some(y)) if x == y => {}
+                _ => return false,
+            }
+        }
+    }
+}
+
+impl<V> Eq for HybridMap<V> where V: FrozenValue + Clone + Send + Sync + Eq + 'static {}
+
 impl<V> Default for HybridMap<V>
 where
     V: FrozenValue + Clone + Send + Sync + 'static,
