@@ -58,6 +58,7 @@ fn check_reads<R: MemtableRead>(mem: &R, model: &Model, universe: &[Vec<u8>]) {
     // one before (the vector memtable counted both until frozen, which an
     // `>=` here let pass).
     assert_eq!(mem.len(), model.len());
+    assert_eq!(mem.is_empty(), model.is_empty());
     let mut snapshots: Vec<u64> = model.keys().map(|(_, s)| s.0).collect();
     snapshots.extend([0, MAX_SEQNO, u64::MAX]);
     snapshots.extend(model.keys().map(|(_, s)| s.0.saturating_sub(1)));

@@ -171,6 +171,11 @@ impl MemtableRead for VecMemtable {
         entries.len()
     }
 
+    /// O(1), unlike [`len`](Self::len): no entry appended is no entry.
+    fn is_empty(&self) -> bool {
+        self.read().entries.is_empty()
+    }
+
     fn approximate_memory_usage(&self) -> usize {
         self.memory.load(Ordering::Relaxed)
     }
