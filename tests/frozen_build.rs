@@ -241,6 +241,40 @@ fn every_value_type_round_trips_through_a_file() {
     ]);
 }
 
+#[test]
+fn strings_and_machine_integers_round_trip() {
+    round_trip(&[
+        ("a", String::new()),
+        ("b", "grüße".to_string()),
+        ("c", "x".repeat(3000)),
+    ]);
+    round_trip(&[("a", Box::<str>::from("")), ("b", Box::<str>::from("ü"))]);
+    round_trip(&[("a", usize::MAX), ("b", 0)]);
+    round_trip(&[("a", isize::MIN), ("b", -1), ("c", isize::MAX)]);
+}
+
+#[test]
+fn byte_strings_do_not_open_as_strings() {
+    // Byte strings need not be UTF-8; a layer of them is not one of strings.
+    let bytes = FrozenLayer::from_sorted_iter([("a", vec![0xFF_u8])]).unwrap();
+    assert!(matches!(
+        FrozenLayer::<String>::from_bytes(bytes.as_bytes().to_vec()),
+        Err(Error::ValueTypeMismatch { .. })
+    ));
+    let strings = FrozenLayer::from_sorted_iter([("a", "é".to_string())]).unwrap();
+    let boxed = FrozenLayer::<Box<str>>::from_bytes(strings.as_bytes().to_vec()).unwrap();
+    assert_eq!(boxed.get("a").as_deref(), Some("é"));
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(
+            FrozenLayer::from_sorted_iter([("a", 1_usize)])
+                .unwrap()
+                .as_bytes()
+                .to_vec()
+        ),
+        Err(Error::ValueTypeMismatch { .. })
+    ));
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Celsius(i16);
 

@@ -29,8 +29,9 @@ use crate::{Error, Result};
 /// column holds no `V` in memory, lookups return values **by value**, freshly
 /// decoded, rather than `&V`.
 ///
-/// Implemented for the unsigned and signed integers up to 64 bits, `bool`,
-/// `()` (a set: the column takes no space) and `Vec<u8>` / `Box<[u8]>`. Your
+/// Implemented for the unsigned and signed integers up to 64 bits (`usize`
+/// and `isize` too), `bool`, `()` (a set: the column takes no space),
+/// `Vec<u8>` / `Box<[u8]>` and `String` / `Box<str>`. Your
 /// own types can be stored by mapping them onto one of the two columns:
 ///
 /// ```
@@ -327,6 +328,26 @@ macro_rules! unsigned_value {
 }
 unsigned_value!(u8, u16, u32, u64);
 
+// `usize` and `isize` go through the 64-bit encodings: no target has wider.
+const _: () = assert!(usize::BITS <= u64::BITS);
+
+/// Named apart from `u64`: a file of `usize` values saved where `usize` has 64
+/// bits may hold values that a 32-bit reader could not represent.
+impl FrozenValue for usize {
+    const TYPE_NAME: &'static str = "usize";
+    type Column = IntColumn;
+    #[inline]
+    fn encode(&self) -> u64 {
+        *self as u64
+    }
+    #[inline]
+    fn decode(encoded: u64) -> Self {
+        // Only a corrupt file (or one from a wider target) holds a wider
+        // value; truncate it.
+        encoded as usize
+    }
+}
+
 /// Signed integers: the sign bit flipped, which maps them onto `u64` in
 /// order, so that values around zero pack as tightly as small unsigned ones.
 macro_rules! signed_value {
@@ -346,6 +367,20 @@ macro_rules! signed_value {
     )*};
 }
 signed_value!(i8, i16, i32, i64);
+
+/// As `i64`, under its own name (see `usize`).
+impl FrozenValue for isize {
+    const TYPE_NAME: &'static str = "isize";
+    type Column = IntColumn;
+    #[inline]
+    fn encode(&self) -> u64 {
+        (*self as i64).encode()
+    }
+    #[inline]
+    fn decode(encoded: u64) -> Self {
+        i64::decode(encoded) as isize
+    }
+}
 
 impl FrozenValue for bool {
     const TYPE_NAME: &'static str = "bool";
@@ -398,6 +433,35 @@ impl FrozenValue for Box<[u8]> {
     }
 }
 
+/// Stored as its UTF-8 bytes, under a name of its own: a file of byte
+/// strings need not hold UTF-8, so it does not open as one of strings.
+impl FrozenValue for String {
+    const TYPE_NAME: &'static str = "string";
+    type Column = BytesColumn;
+    #[inline]
+    fn encode(&self) -> &[u8] {
+        self.as_bytes()
+    }
+    #[inline]
+    fn decode(encoded: &[u8]) -> Self {
+        // Only a corrupt file holds invalid UTF-8; replace it, never panic.
+        String::from_utf8_lossy(encoded).into_owned()
+    }
+}
+
+impl FrozenValue for Box<str> {
+    const TYPE_NAME: &'static str = "string";
+    type Column = BytesColumn;
+    #[inline]
+    fn encode(&self) -> &[u8] {
+        self.as_bytes()
+    }
+    #[inline]
+    fn decode(encoded: &[u8]) -> Self {
+        String::decode(encoded).into_boxed_str()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,6 +499,8 @@ mod tests {
         round_trip(&[i32::MIN, 0, i32::MAX]);
         round_trip(&[i64::MIN, -1, 0, 1, i64::MAX]);
         round_trip(&[true, false, true]);
+        round_trip(&[usize::MAX, 0, 1]);
+        round_trip(&[isize::MIN, -1, 0, isize::MAX]);
     }
 
     #[test]
@@ -465,6 +531,15 @@ mod tests {
             .collect();
         round_trip(&boxed);
         round_trip::<Vec<u8>>(&[]);
+        round_trip(&["".to_string(), "grüße".to_string()]);
+        round_trip::<Box<str>>(&["ü".into(), "".into()]);
+    }
+
+    #[test]
+    fn a_string_of_invalid_utf8_decodes_without_panicking() {
+        // Only a corrupt file gets here; the value is garbage, not a panic.
+        assert_eq!(String::decode(&[0xFF, b'a']), "\u{FFFD}a");
+        assert_eq!(&*<Box<str>>::decode(&[0xC3]), "\u{FFFD}");
     }
 
     #[test]
