@@ -40,8 +40,8 @@ fn debian_paths_sample() {
     for (ordinal, (key, value)) in model.iter().enumerate() {
         assert_eq!(entries.next_entry(), Some((*key, *value)));
         if ordinal % 997 == 0 {
-            assert_eq!(layer.rank(key), Some(ordinal as u64));
-            assert_eq!(layer.nth(ordinal as u64), Some((key.to_vec(), *value)));
+            assert_eq!(layer.rank(key), Some(ordinal));
+            assert_eq!(layer.nth(ordinal), Some((key.to_vec(), *value)));
         }
     }
     assert_eq!(entries.next_entry(), None);

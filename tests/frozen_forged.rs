@@ -223,10 +223,10 @@ fn query_everything(layer: &FrozenLayer<u64>, probes: &[Vec<u8>]) {
     );
     for (ordinal, (key, value)) in entries.iter().enumerate() {
         assert_eq!(layer.get(key), Some(*value));
-        assert_eq!(layer.rank(key), Some(ordinal as u64));
-        assert_eq!(layer.nth(ordinal as u64), Some((key.clone(), *value)));
+        assert_eq!(layer.rank(key), Some(ordinal));
+        assert_eq!(layer.nth(ordinal), Some((key.clone(), *value)));
     }
-    assert_eq!(layer.nth(layer.len() as u64), None);
+    assert_eq!(layer.nth(layer.len()), None);
     assert_eq!(layer.first_key_value(), entries.first().cloned());
     assert_eq!(layer.last_key_value(), entries.last().cloned());
     let many = layer.get_many(probes);

@@ -214,18 +214,14 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
         assert_eq!(layer.contains_key(probe), model.contains_key(probe));
         let expected_rank = model
             .contains_key(probe)
-            .then(|| model.range(..probe.clone()).count() as u64);
+            .then(|| model.range(..probe.clone()).count());
         assert_eq!(layer.rank(probe), expected_rank, "rank {probe:?}");
     }
     for (ordinal, entry) in expected.iter().enumerate() {
-        assert_eq!(
-            layer.nth(ordinal as u64).as_ref(),
-            Some(entry),
-            "nth {ordinal}"
-        );
+        assert_eq!(layer.nth(ordinal).as_ref(), Some(entry), "nth {ordinal}");
     }
-    assert_eq!(layer.nth(model.len() as u64), None);
-    assert_eq!(layer.nth(u64::MAX), None);
+    assert_eq!(layer.nth(model.len()), None);
+    assert_eq!(layer.nth(usize::MAX), None);
     assert_eq!(layer.first_key_value(), expected.first().cloned());
     assert_eq!(layer.last_key_value(), expected.last().cloned());
 

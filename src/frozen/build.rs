@@ -203,8 +203,9 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
     /// assert_eq!(builder.len(), 2);
     /// # Ok::<(), memkv::Error>(())
     /// ```
-    pub fn len(&self) -> u64 {
-        self.len
+    pub fn len(&self) -> usize {
+        // The layer built counts its keys in a `usize` too.
+        self.len as usize
     }
 
     /// Whether no key was added yet.

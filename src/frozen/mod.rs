@@ -660,9 +660,16 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// # Ok::<(), memkv::Error>(())
     /// ```
     #[inline]
-    pub fn rank(&self, key: impl AsRef<[u8]>) -> Option<u64> {
+    pub fn rank(&self, key: impl AsRef<[u8]>) -> Option<usize> {
+        self.ordinal_of(key.as_ref())
+            .map(|ordinal| ordinal as usize)
+    }
+
+    /// The key's ordinal as the fst stores it (`0..len`, so it fits a
+    /// `usize`).
+    #[inline]
+    fn ordinal_of(&self, key: &[u8]) -> Option<u64> {
         // The fst's output is the key's ordinal: see the module docs.
-        let key = key.as_ref();
         lookup::get_one(self.fst.as_bytes(), self.walk_start(key), key)
     }
 
@@ -680,10 +687,11 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// assert_eq!(layer.rank("c").and_then(|i| layer.nth(i)), Some((b"c".to_vec(), 30)));
     /// # Ok::<(), memkv::Error>(())
     /// ```
-    pub fn nth(&self, ordinal: u64) -> Option<(Vec<u8>, V)> {
-        if ordinal >= self.fst.len() as u64 {
+    pub fn nth(&self, ordinal: usize) -> Option<(Vec<u8>, V)> {
+        if ordinal >= self.fst.len() {
             return None;
         }
+        let ordinal = ordinal as u64;
         let mut key = Vec::new();
         // Outputs are ordinals, which increase with the keys: exactly the
         // precondition of the fst crate's reverse lookup.
@@ -720,8 +728,10 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// # Ok::<(), memkv::Error>(())
     /// ```
     pub fn last_key_value(&self) -> Option<(Vec<u8>, V)> {
-        let len = self.fst.len() as u64;
-        len.checked_sub(1).and_then(|last| self.nth(last))
+        self.fst
+            .len()
+            .checked_sub(1)
+            .and_then(|last| self.nth(last))
     }
 
     /// Number of keys.

@@ -369,7 +369,7 @@ fn rank_from<V: FrozenValue>(layer: &FrozenLayer<V>, key: &[u8]) -> usize {
             .next_entry()
             .map(|(next, _)| layer.rank(next).expect("a key the layer just yielded")),
     };
-    rank.map_or(layer.len(), |rank| rank as usize)
+    rank.unwrap_or(layer.len())
 }
 
 /// The layer's last entry within the upper bound `bound`.
@@ -380,13 +380,12 @@ fn last_in_layer_before<V: FrozenValue>(
     let end = match bound {
         Bound::Unbounded => return layer.last_key_value(),
         Bound::Included(limit) => match layer.rank(limit) {
-            Some(rank) => rank as usize + 1,
+            Some(rank) => rank + 1,
             None => rank_from(layer, limit),
         },
         Bound::Excluded(limit) => rank_from(layer, limit),
     };
-    end.checked_sub(1)
-        .and_then(|before| layer.nth(before as u64))
+    end.checked_sub(1).and_then(|before| layer.nth(before))
 }
 
 #[cfg(test)]

@@ -829,7 +829,7 @@ fn build_share<V: FrozenValue + Clone>(
         };
         let mut entries = tree.iter();
         while let Some((key, value)) = entries.next_entry() {
-            if builder.len() as usize >= target && left >= target / 2 {
+            if builder.len() >= target && left >= target / 2 {
                 let full = mem::replace(&mut builder, FrozenLayerBuilder::memory());
                 let below = mem::replace(&mut lower, key.into());
                 match guarded(|| Part::built(below, Some(key.into()), full)) {

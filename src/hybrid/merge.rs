@@ -27,7 +27,7 @@ use crate::{Error, FrozenLayer, FrozenLayerBuilder, FrozenValue};
 
 /// How often (in keys) a merge checks for cancellation and reports its
 /// memory.
-const CHECK_EVERY: u64 = 4096;
+const CHECK_EVERY: usize = 4096;
 
 /// How a merge ended.
 pub(crate) enum Outcome {
@@ -146,7 +146,7 @@ fn stream<V: FrozenValue + Clone>(
     let mut lower: Box<[u8]> = Box::default();
     let mut built = 0;
     while let Some((key, value)) = entries.next_entry() {
-        let len = builder.len() as usize;
+        let len = builder.len();
         let mut crossed = None;
         while let Some(upper) = &old[within].upper
             && *key >= **upper
