@@ -533,7 +533,7 @@ fn old_snapshot_scan<M: Memtable>() {
     check(&|r, snap| mem.range(r, snap).collect_entries());
     for i in (0..OLD_SCAN_KEYS).step_by(61) {
         for snap in [old_seqno, MAX_SEQNO] {
-            assert_eq!(mem.get(&key(i), snap), model_get(&model, &key(i), snap));
+            assert_eq!(mem.get(key(i), snap), model_get(&model, &key(i), snap));
         }
     }
     let frozen = mem.freeze();
@@ -562,10 +562,10 @@ fn concurrent_readers_with_one_writer<M: Memtable + 'static>(n: u64) {
         std::thread::spawn(move || {
             for i in 1..=n {
                 mem.insert(
-                    &(i % KEYS).to_be_bytes(),
+                    (i % KEYS).to_be_bytes(),
                     i,
                     ValueKind::Value,
-                    &i.to_le_bytes(),
+                    i.to_le_bytes(),
                 );
                 // Published only after the insert, as engines do.
                 visible.store(i, Ordering::Release);
@@ -584,7 +584,7 @@ fn concurrent_readers_with_one_writer<M: Memtable + 'static>(n: u64) {
                             Some(i) => Lookup::Found(i.to_le_bytes().to_vec()),
                             None => Lookup::Absent,
                         };
-                        assert_eq!(mem.get(&j.to_be_bytes(), s), want, "key {j} at {s}");
+                        assert_eq!(mem.get(j.to_be_bytes(), s), want, "key {j} at {s}");
                     }
                     if rounds.is_multiple_of(8) {
                         // A full scan at the snapshot sees exactly the writes
@@ -663,10 +663,10 @@ fn memory_grows_with_entries<M: Memtable>() {
     let mut last = mem.approximate_memory_usage();
     for i in 0..5000u32 {
         mem.insert(
-            &i.to_be_bytes(),
+            i.to_be_bytes(),
             u64::from(i) + 1,
             ValueKind::Value,
-            &[7; 100],
+            [7; 100],
         );
         let now = mem.approximate_memory_usage();
         assert!(now >= last);

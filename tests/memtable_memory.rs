@@ -27,10 +27,10 @@ fn fill(mem: &impl Memtable, n: u32, mut check: impl FnMut(u32)) {
         let len = if kind == ValueKind::Value { i % 21 } else { 0 };
         // The value is dropped before `check` counts what is held.
         mem.insert(
-            &key.to_be_bytes(),
+            key.to_be_bytes(),
             u64::from(i) + 1,
             kind,
-            &vec![i as u8; len as usize],
+            vec![i as u8; len as usize],
         );
         check(i);
     }

@@ -191,7 +191,7 @@ fn stalls_and_concurrent_reads<M: Memtable + 'static>() {
                 let mut seen = 0;
                 for i in (0..STALL_KEYS).step_by(READ_EVERY) {
                     let before = written.load(Ordering::Acquire);
-                    match db.get(&i.to_be_bytes()).unwrap() {
+                    match db.get(i.to_be_bytes()).unwrap() {
                         Some(v) => {
                             assert_eq!(v, stall_value(i), "key {i}");
                             seen += 1;
@@ -223,11 +223,11 @@ fn stalls_and_concurrent_reads<M: Memtable + 'static>() {
                 // The reader panicked: report its failure.
                 std::panic::resume_unwind(reader.join().unwrap_err());
             }
-            db.put(&i.to_be_bytes(), &stall_value(i)).unwrap();
+            db.put(i.to_be_bytes(), stall_value(i)).unwrap();
             written.store(i + 1, Ordering::Release);
             // Once written, always visible.
             if i % 101 == 0 {
-                assert!(db.get(&i.to_be_bytes()).unwrap().is_some());
+                assert!(db.get(i.to_be_bytes()).unwrap().is_some());
             }
         }
     }
@@ -304,7 +304,7 @@ fn a_failed_flush_fails_later_writes_and_keeps_data_readable() {
     std::fs::write(dir.path().join("run-000000.sst"), b"in the way").unwrap();
     let mut failed = None;
     for i in 0..2000u32 {
-        if let Err(e) = db.put(&i.to_be_bytes(), &[1; 50]) {
+        if let Err(e) = db.put(i.to_be_bytes(), [1; 50]) {
             failed = Some((i, e));
             break;
         }
@@ -314,9 +314,9 @@ fn a_failed_flush_fails_later_writes_and_keeps_data_readable() {
     // What was written before is still readable from the memtables; the
     // failed write is not done (its key reads as never written), and no
     // later one is either.
-    assert_eq!(db.get(&0u32.to_be_bytes()).unwrap(), Some(vec![1; 50]));
-    assert_eq!(db.get(&(i - 1).to_be_bytes()).unwrap(), Some(vec![1; 50]));
-    assert_eq!(db.get(&i.to_be_bytes()).unwrap(), None, "write {i} failed");
+    assert_eq!(db.get(0u32.to_be_bytes()).unwrap(), Some(vec![1; 50]));
+    assert_eq!(db.get((i - 1).to_be_bytes()).unwrap(), Some(vec![1; 50]));
+    assert_eq!(db.get(i.to_be_bytes()).unwrap(), None, "write {i} failed");
     assert!(db.write_batch(&[(b"late", Some(b"x"))]).is_err());
     assert_eq!(db.get(b"late").unwrap(), None);
     assert_eq!(
@@ -333,7 +333,7 @@ fn a_directory_with_runs_is_refused_at_open() {
     {
         let db = open::<ArtMemtable>(dir.path(), 1 << 10);
         for i in 0..200u32 {
-            db.put(&i.to_be_bytes(), &[1; 50]).unwrap();
+            db.put(i.to_be_bytes(), [1; 50]).unwrap();
         }
         db.close().unwrap();
     }
@@ -381,7 +381,12 @@ struct HookedFrozen<const FLUSH: u8>(FrozenArtMemtable);
 impl<const FLUSH: u8> MemtableRead for Hooked<FLUSH> {
     type Cursor<'a> = <ArtMemtable as MemtableRead>::Cursor<'a>;
 
-    fn get_with<R>(&self, key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+    fn get_with<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        snapshot: u64,
+        f: impl FnOnce(Lookup<&[u8]>) -> R,
+    ) -> R {
         self.0.get_with(key, snapshot, f)
     }
 
@@ -401,9 +406,9 @@ impl<const FLUSH: u8> MemtableRead for Hooked<FLUSH> {
 impl<const FLUSH: u8> Memtable for Hooked<FLUSH> {
     type Frozen = HookedFrozen<FLUSH>;
 
-    fn insert(&self, key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
+    fn insert(&self, key: impl AsRef<[u8]>, seqno: u64, kind: ValueKind, value: impl AsRef<[u8]>) {
         assert!(
-            FLUSH != INSERT_PANICS || value != b"boom",
+            FLUSH != INSERT_PANICS || value.as_ref() != b"boom",
             "the insert panics"
         );
         self.0.insert(key, seqno, kind, value);
@@ -429,7 +434,12 @@ impl<const FLUSH: u8> Memtable for Hooked<FLUSH> {
 impl<const FLUSH: u8> MemtableRead for HookedFrozen<FLUSH> {
     type Cursor<'a> = <FrozenArtMemtable as MemtableRead>::Cursor<'a>;
 
-    fn get_with<R>(&self, key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+    fn get_with<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        snapshot: u64,
+        f: impl FnOnce(Lookup<&[u8]>) -> R,
+    ) -> R {
         self.0.get_with(key, snapshot, f)
     }
 
@@ -458,10 +468,10 @@ impl<const FLUSH: u8> MemtableRead for HookedFrozen<FLUSH> {
 fn write_and_read_back<M: Memtable + 'static>(db: &WritePath<M>, keys: u32) -> usize {
     let mut most = 0;
     for i in 0..keys {
-        db.put(&i.to_be_bytes(), &stall_value(i)).unwrap();
+        db.put(i.to_be_bytes(), stall_value(i)).unwrap();
         most = most.max(db.stats().immutables);
         for j in [0, i / 2, i.saturating_sub(40), i] {
-            let found = db.get(&j.to_be_bytes()).unwrap();
+            let found = db.get(j.to_be_bytes()).unwrap();
             assert_eq!(found, Some(stall_value(j)), "key {j} after {i}");
         }
     }
@@ -555,7 +565,7 @@ fn a_panicking_flush_fails_later_writes() {
     let (done, result) = mpsc::channel();
     std::thread::spawn(move || {
         let failed = (0..2000u32).find_map(|i| {
-            let put = db.put(&i.to_be_bytes(), &stall_value(i));
+            let put = db.put(i.to_be_bytes(), stall_value(i));
             put.err().map(|e| (i, e))
         });
         let _ = done.send((db, failed));
@@ -570,7 +580,7 @@ fn a_panicking_flush_fails_later_writes() {
     );
     for j in [0, i / 2, i - 1] {
         assert_eq!(
-            db.get(&j.to_be_bytes()).unwrap(),
+            db.get(j.to_be_bytes()).unwrap(),
             Some(stall_value(j)),
             "key {j}"
         );

@@ -129,8 +129,8 @@ fn main() {
     let skip_list = SkipListMemtable::default();
     for (i, key) in keys.iter().enumerate() {
         let seqno = i as u64 + 1;
-        art.insert(key, seqno, ValueKind::Value, &value(seqno));
-        skip_list.insert(key, seqno, ValueKind::Value, &value(seqno));
+        art.insert(key, seqno, ValueKind::Value, value(seqno));
+        skip_list.insert(key, seqno, ValueKind::Value, value(seqno));
     }
     // Duplicate random keys keep their newest version first, then the
     // older ones: the expected scan, by key and newest first.

@@ -306,7 +306,13 @@ impl MemtableRead for ArtMemtable {
     type Cursor<'a> = ArtCursor<'a>;
 
     #[inline]
-    fn get_with<R>(&self, user_key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+    fn get_with<R>(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        snapshot: u64,
+        f: impl FnOnce(Lookup<&[u8]>) -> R,
+    ) -> R {
+        let user_key = user_key.as_ref();
         f(self.read().get(user_key, snapshot))
     }
 
@@ -334,7 +340,14 @@ impl MemtableRead for ArtMemtable {
 impl Memtable for ArtMemtable {
     type Frozen = FrozenArtMemtable;
 
-    fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
+    fn insert(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        seqno: u64,
+        kind: ValueKind,
+        value: impl AsRef<[u8]>,
+    ) {
+        let (user_key, value) = (user_key.as_ref(), value.as_ref());
         check_seqno(seqno);
         let mut t = self.tables.write().unwrap_or_else(PoisonError::into_inner);
         t.insert(user_key, seqno, kind, value);
@@ -505,7 +518,13 @@ impl MemtableRead for FrozenArtMemtable {
     type Cursor<'a> = FrozenArtCursor<'a>;
 
     #[inline]
-    fn get_with<R>(&self, user_key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+    fn get_with<R>(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        snapshot: u64,
+        f: impl FnOnce(Lookup<&[u8]>) -> R,
+    ) -> R {
+        let user_key = user_key.as_ref();
         f(self.tables.get(user_key, snapshot))
     }
 
@@ -668,7 +687,7 @@ mod tests {
     fn cursors_debug_briefly() {
         let mem = ArtMemtable::default();
         for i in 0..1000u32 {
-            mem.insert(&i.to_be_bytes(), 1, ValueKind::Value, &[7; 100]);
+            mem.insert(i.to_be_bytes(), 1, ValueKind::Value, [7; 100]);
         }
         let active = format!(
             "{:?}",
@@ -750,12 +769,7 @@ mod tests {
                 let key = format!("{i:06}");
                 for version in 0..3 {
                     let seqno = 1 + i * 3 + version;
-                    mem.insert(
-                        key.as_bytes(),
-                        seqno,
-                        ValueKind::Value,
-                        &seqno.to_le_bytes(),
-                    );
+                    mem.insert(key.as_bytes(), seqno, ValueKind::Value, seqno.to_le_bytes());
                 }
                 // Newest first.
                 let versions = (0..3)

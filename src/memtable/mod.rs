@@ -314,10 +314,15 @@ pub trait MemtableRead: Send + Sync {
     /// the same memtable: a write from `f` waits for the lock forever, and
     /// so may a read, behind a writer that waits for this one. Copy what
     /// `f` needs out (or use [`get`](Self::get)) and call afterwards.
-    fn get_with<R>(&self, user_key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R;
+    fn get_with<R>(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        snapshot: u64,
+        f: impl FnOnce(Lookup<&[u8]>) -> R,
+    ) -> R;
 
     /// Like [`MemtableRead::get_with`], with the value copied out.
-    fn get(&self, user_key: &[u8], snapshot: u64) -> Lookup<Vec<u8>> {
+    fn get(&self, user_key: impl AsRef<[u8]>, snapshot: u64) -> Lookup<Vec<u8>> {
         self.get_with(user_key, snapshot, |l| l.map(<[u8]>::to_vec))
     }
 
@@ -377,11 +382,20 @@ pub trait Memtable: MemtableRead + Default {
     /// Inserts an internal entry; an entry with the same user key and
     /// sequence number is replaced.
     ///
+    /// Keys and values are anything that is bytes (`&[u8]`, `&str`, arrays,
+    /// `Vec<u8>`, …), as the maps take their keys.
+    ///
     /// # Panics
     /// If `seqno` is above [`MAX_SEQNO`], or the key or value is 4 GiB or
     /// longer ([`ArtMemtable`]: a value of 4 GiB − 21 bytes or longer, as
     /// its records also hold a header and a link), before anything changes.
-    fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]);
+    fn insert(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        seqno: u64,
+        kind: ValueKind,
+        value: impl AsRef<[u8]>,
+    );
 
     /// Inserts `entries` in order, with the same result as inserting each in
     /// turn: how an engine applies a write batch. An implementation may look

@@ -192,7 +192,13 @@ impl MemtableRead for SkipListMemtable {
     type Cursor<'a> = SkipListCursor<'a>;
 
     #[inline]
-    fn get_with<R>(&self, user_key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+    fn get_with<R>(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        snapshot: u64,
+        f: impl FnOnce(Lookup<&[u8]>) -> R,
+    ) -> R {
+        let user_key = user_key.as_ref();
         let snapshot = snapshot.min(super::MAX_SEQNO);
         let found = with_lookup_key(user_key, snapshot, |lookup| {
             let entry = self.map.lower_bound(Bound::Included(lookup))?;
@@ -233,7 +239,14 @@ impl MemtableRead for SkipListMemtable {
 impl Memtable for SkipListMemtable {
     type Frozen = FrozenSkipListMemtable;
 
-    fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
+    fn insert(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        seqno: u64,
+        kind: ValueKind,
+        value: impl AsRef<[u8]>,
+    ) {
+        let (user_key, value) = (user_key.as_ref(), value.as_ref());
         check_seqno(seqno);
         // As the other memtables do (see `Memtable::insert`).
         assert!(u32::try_from(value.len()).is_ok(), "values are under 4 GiB");
@@ -333,7 +346,13 @@ impl MemtableRead for FrozenSkipListMemtable {
     type Cursor<'a> = SkipListCursor<'a>;
 
     #[inline]
-    fn get_with<R>(&self, user_key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+    fn get_with<R>(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        snapshot: u64,
+        f: impl FnOnce(Lookup<&[u8]>) -> R,
+    ) -> R {
+        let user_key = user_key.as_ref();
         self.0.get_with(user_key, snapshot, f)
     }
 

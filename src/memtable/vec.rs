@@ -113,7 +113,13 @@ impl VecMemtable {
 impl MemtableRead for VecMemtable {
     type Cursor<'a> = BufferedCursor;
 
-    fn get_with<R>(&self, user_key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+    fn get_with<R>(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        snapshot: u64,
+        f: impl FnOnce(Lookup<&[u8]>) -> R,
+    ) -> R {
+        let user_key = user_key.as_ref();
         let t = self.read();
         // The newest visible version; of equal sequence numbers, the last
         // appended.
@@ -184,7 +190,14 @@ impl MemtableRead for VecMemtable {
 impl Memtable for VecMemtable {
     type Frozen = FrozenVecMemtable;
 
-    fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
+    fn insert(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        seqno: u64,
+        kind: ValueKind,
+        value: impl AsRef<[u8]>,
+    ) {
+        let (user_key, value) = (user_key.as_ref(), value.as_ref());
         check_seqno(seqno);
         let key_len = u32::try_from(user_key.len()).expect("keys are under 4 GiB");
         let value_len = u32::try_from(value.len()).expect("values are under 4 GiB");
@@ -237,7 +250,13 @@ impl FrozenVecMemtable {
 impl MemtableRead for FrozenVecMemtable {
     type Cursor<'a> = FrozenVecCursor<'a>;
 
-    fn get_with<R>(&self, user_key: &[u8], snapshot: u64, f: impl FnOnce(Lookup<&[u8]>) -> R) -> R {
+    fn get_with<R>(
+        &self,
+        user_key: impl AsRef<[u8]>,
+        snapshot: u64,
+        f: impl FnOnce(Lookup<&[u8]>) -> R,
+    ) -> R {
+        let user_key = user_key.as_ref();
         let t = &self.tables;
         let i = self.seek(user_key, snapshot);
         f(match t.entries.get(i).map(|&r| entry(&t.arena, r)) {

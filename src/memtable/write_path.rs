@@ -293,7 +293,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// assert_eq!(db.get(b"color")?, Some(b"green".to_vec()));
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn put(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> io::Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
         self.write(key, ValueKind::Value, value)
     }
 
@@ -313,7 +314,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// assert_eq!(db.get(b"k")?, None);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn delete(&self, key: &[u8]) -> io::Result<()> {
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> io::Result<()> {
+        let key = key.as_ref();
         self.write(key, ValueKind::Tombstone, &[])
     }
 
@@ -427,7 +429,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// assert_eq!(db.get(b"never")?, None);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn get(&self, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> io::Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
         let snapshot = self.shared.visible.load(Ordering::Acquire);
         let runs = {
             let state = self.state_read();
