@@ -676,12 +676,19 @@ impl<V> FastArt<V> {
     /// Unlike `BTreeMap::range`, an inverted or empty range yields nothing
     /// instead of panicking.
     ///
+    /// The bounds may be any bytes: `"b"..`, `&b"a"[..]..=&b"b"[..]`,
+    /// `Vec<u8>`s. Two forms need the bound's type named, because Rust can
+    /// read them two ways: a range of byte-string literals, which is over
+    /// arrays (`range::<[u8; 1], _>(b"a"..b"b")`), and a pair of
+    /// `Bound<&[u8]>` (`range::<[u8], _>((lower, upper))`).
+    ///
     /// ```
     /// let map: memkv::FastArt<u8> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
     /// let keys: Vec<_> = map.range("b"..).map(|(k, _)| k).collect();
     /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
     /// let none = map.range::<[u8], _>((std::ops::Bound::Excluded(&b"c"[..]), std::ops::Bound::Unbounded));
     /// assert_eq!(none.count(), 0);
+    /// assert_eq!(map.range::<[u8; 1], _>(b"a"..b"c").count(), 2);
     /// ```
     pub fn range<T, R>(&self, range: R) -> Range<'_, V>
     where

@@ -803,6 +803,12 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// The entries whose keys lie in `range`, in key order. A range whose
     /// start lies after its end yields nothing (it does not panic).
     ///
+    /// The bounds may be any bytes: `"b"..`, `&b"a"[..]..=&b"b"[..]`,
+    /// `Vec<u8>`s. Two forms need the bound's type named, because Rust can
+    /// read them two ways: a range of byte-string literals, which is over
+    /// arrays (`range::<[u8; 1], _>(b"a"..b"b")`), and a pair of
+    /// `Bound<&[u8]>` (`range::<[u8], _>((lower, upper))`).
+    ///
     /// ```
     /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", 1u8), ("b", 2), ("c", 3)])?;
     /// let keys: Vec<_> = layer.range("b"..).map(|(k, _)| k).collect();
