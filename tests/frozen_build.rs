@@ -254,6 +254,34 @@ fn strings_and_machine_integers_round_trip() {
 }
 
 #[test]
+fn byte_values_are_lent_from_the_mapped_file() {
+    let entries: Vec<(String, Vec<u8>)> = (0..2000)
+        .map(|i| (format!("key{i:05}"), vec![(i % 251) as u8; i % 40]))
+        .collect();
+    let layer = FrozenLayer::from_sorted_iter(entries.iter().cloned()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bytes.memkv");
+    layer.save(&path).unwrap();
+    let opened = FrozenLayer::<Vec<u8>>::open(&path).unwrap();
+    let file = opened.as_bytes().as_ptr_range();
+    for (key, value) in &entries {
+        let lent = opened.get_encoded(key).unwrap();
+        assert_eq!(lent, &value[..], "{key}");
+        // Borrowed from the mapping, not copied (an empty value may point
+        // anywhere).
+        assert!(value.is_empty() || file.contains(&lent.as_ptr()), "{key}");
+    }
+    assert_eq!(opened.get_encoded("key99999"), None);
+    let mut scan = opened.range("key00100".."key00200");
+    let mut expected = entries[100..200].iter();
+    while let Some((key, value)) = scan.next_encoded() {
+        let (k, v) = expected.next().unwrap();
+        assert_eq!((key, value), (k.as_bytes(), &v[..]));
+    }
+    assert!(expected.next().is_none());
+}
+
+#[test]
 fn byte_strings_do_not_open_as_strings() {
     // Byte strings need not be UTF-8; a layer of them is not one of strings.
     let bytes = FrozenLayer::from_sorted_iter([("a", vec![0xFF_u8])]).unwrap();

@@ -177,6 +177,16 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
         );
     }
     assert_eq!(model_entries.next(), None);
+    // With the values in their stored form (a `u64`'s is itself).
+    let mut encoded = layer.iter();
+    let mut model_entries = model.iter();
+    while let Some((key, value)) = encoded.next_encoded() {
+        assert_eq!(
+            Some((key, value)),
+            model_entries.next().map(|(k, v)| (k.as_slice(), *v))
+        );
+    }
+    assert_eq!(model_entries.next(), None);
     // Backwards, both ways too.
     let backwards: Vec<(Vec<u8>, u64)> = layer.iter().rev().collect();
     assert!(backwards.iter().eq(expected.iter().rev()));
@@ -211,6 +221,7 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
     assert_eq!(layer.get_many(probes), want, "get_many {probes:?}");
     for probe in probes {
         assert_eq!(layer.get(probe), model.get(probe).copied(), "get {probe:?}");
+        assert_eq!(layer.get_encoded(probe), model.get(probe).copied());
         assert_eq!(layer.contains_key(probe), model.contains_key(probe));
         let expected_rank = model
             .contains_key(probe)

@@ -76,6 +76,14 @@ pub trait FrozenValue: Sized {
     fn decode(encoded: <Self::Column as ValueColumn>::Encoded<'_>) -> Self;
 }
 
+/// The stored form of a `V`, borrowed from a layer: `&[u8]` for byte strings
+/// and strings, `u64` for integers. What [`FrozenLayer::get_encoded`] and
+/// [`Iter::next_encoded`] hand out instead of a decoded copy.
+///
+/// [`FrozenLayer::get_encoded`]: super::FrozenLayer::get_encoded
+/// [`Iter::next_encoded`]: super::Iter::next_encoded
+pub type Encoded<'a, V> = <<V as FrozenValue>::Column as ValueColumn>::Encoded<'a>;
+
 mod sealed {
     /// Keeps [`ValueColumn`](super::ValueColumn) implemented only here: the
     /// file format knows exactly these layouts.

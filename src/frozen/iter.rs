@@ -8,7 +8,7 @@ use fst::Streamer;
 use fst::automaton::Automaton;
 
 use super::FrozenLayer;
-use super::column::FrozenValue;
+use super::column::{Encoded, FrozenValue};
 use super::fst_node::{CommonCodes, NodeView, common_codes, follow_chain};
 use crate::keys::{after_start, as_slice, before_end, owned_bound};
 
@@ -23,14 +23,17 @@ use crate::keys::{after_start, as_slice, before_end, owned_bound};
 /// back starts at the first [`next_back`](DoubleEndedIterator::next_back);
 /// the two ends stop where they meet (the ordinals tell), which also makes
 /// the size hint exact over the whole layer (so `collect` allocates once)
-/// and an upper bound over a range. Two ways to consume it:
+/// and an upper bound over a range. Three ways to consume it:
 ///
 /// * as an [`Iterator`] (and [`DoubleEndedIterator`]) of `(Vec<u8>, V)`:
 ///   convenient, but the key is copied into a fresh `Vec` for every entry
 ///   (one allocation each);
 /// * with [`next_entry`](Self::next_entry) and
 ///   [`next_back_entry`](Self::next_back_entry), which lend the key from the
-///   walk's buffer and allocate nothing.
+///   walk's buffer and allocate nothing for it;
+/// * with [`next_encoded`](Self::next_encoded), which also lends the value
+///   in its stored form (a byte string's bytes), so that a scan of byte or
+///   string values allocates nothing at all.
 pub struct Iter<'a, V: FrozenValue> {
     front: Walker<'a>,
     /// The walk from the back, once asked for.
@@ -95,6 +98,27 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
         let layer = self.layer;
         (self.next_ordinal()).map(|(key, ordinal)| (key, layer.value_at(ordinal)))
+    }
+
+    /// The next entry with the key borrowed from the walk (valid until the
+    /// next call) and the value in its stored form, borrowed from the layer:
+    /// a scan of byte-string or string values that allocates nothing (see
+    /// [`FrozenLayer::get_encoded`]).
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", b"xy".to_vec()), ("b", b"z".to_vec())])?;
+    /// let mut entries = layer.iter();
+    /// let mut bytes = 0;
+    /// while let Some((key, value)) = entries.next_encoded() {
+    ///     bytes += key.len() + value.len();
+    /// }
+    /// assert_eq!(bytes, 5);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_encoded(&mut self) -> Option<(&[u8], Encoded<'a, V>)> {
+        let layer = self.layer;
+        (self.next_ordinal()).map(|(key, ordinal)| (key, layer.encoded_at(ordinal)))
     }
 
     /// The next key and its ordinal (its value's place in the column).

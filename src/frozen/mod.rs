@@ -137,7 +137,7 @@ use std::path::Path;
 use fst::IntoStreamer;
 
 pub use self::build::FrozenLayerBuilder;
-pub use self::column::{BytesColumn, FrozenValue, IntColumn, ValueColumn};
+pub use self::column::{BytesColumn, Encoded, FrozenValue, IntColumn, ValueColumn};
 use self::format::{Check, FstBytes, Storage};
 pub use self::iter::{Iter, Keys, Search, Values};
 use self::jump::JumpTable;
@@ -585,6 +585,24 @@ impl<V: FrozenValue> FrozenLayer<V> {
         Some(self.value_at(ordinal))
     }
 
+    /// The value of `key` in its stored form, borrowed from the layer (from
+    /// the mapped file, for an opened one) instead of decoded: a byte string
+    /// or string value as `&[u8]`, without the copy into a `Vec` or `String`
+    /// that [`get`](Self::get) makes; an integer as its `u64` encoding.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", b"first".to_vec())])?;
+    /// let value: Option<&[u8]> = layer.get_encoded("a");
+    /// assert_eq!(value, Some(&b"first"[..]));
+    /// assert_eq!(layer.get_encoded("b"), None);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    #[inline]
+    pub fn get_encoded(&self, key: impl AsRef<[u8]>) -> Option<Encoded<'_, V>> {
+        let ordinal = self.rank_fetching_value(key.as_ref(), || false, &mut false)?;
+        Some(self.encoded_at(ordinal))
+    }
+
     /// [`get`](Self::get), with other work run beside it: whenever the walk
     /// steps into another cache line (prefetched, and likely a wait for
     /// memory), it calls `beside` once; after the walk it calls `beside`
@@ -932,7 +950,13 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// The value at `ordinal` (< len).
     #[inline]
     pub(crate) fn value_at(&self, ordinal: u64) -> V {
-        V::decode(V::Column::get(&self.column, self.column_bytes(), ordinal))
+        V::decode(self.encoded_at(ordinal))
+    }
+
+    /// The stored form of value `ordinal` (< len).
+    #[inline]
+    pub(crate) fn encoded_at(&self, ordinal: u64) -> Encoded<'_, V> {
+        V::Column::get(&self.column, self.column_bytes(), ordinal)
     }
 
     /// The column's section of the layer's bytes.
