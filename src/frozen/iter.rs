@@ -303,7 +303,7 @@ impl<V: FrozenValue> fmt::Debug for Iter<'_, V> {
 ///
 /// This runs the fst crate's automaton stream, which goes forward only. As
 /// with [`Iter`], [`next_entry`](Self::next_entry) lends each key instead of
-/// copying it. Its size hint is at most the keys after the last one found.
+/// copying it, and [`next_encoded`](Self::next_encoded) the value too. Its size hint is at most the keys after the last one found.
 pub struct Search<'a, V: FrozenValue, A: Automaton> {
     stream: fst::raw::Stream<'a, A>,
     layer: &'a FrozenLayer<V>,
@@ -344,6 +344,25 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
         // The stream goes in key order, so ordinals increase.
         self.passed = ordinal.value() + 1;
         Some((key, self.layer.value_at(ordinal.value())))
+    }
+
+    /// The next entry with the value in its stored form, borrowed from the
+    /// layer, as [`Iter::next_encoded`] lends it.
+    ///
+    /// ```
+    /// use memkv::frozen::automaton::{Automaton, Str};
+    ///
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", "one".to_string()), ("b", "two".into())])?;
+    /// let mut found = layer.search(Str::new("b"));
+    /// assert_eq!(found.next_encoded(), Some((&b"b"[..], &b"two"[..])));
+    /// assert_eq!(found.next_encoded(), None);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    #[inline]
+    pub fn next_encoded(&mut self) -> Option<(&[u8], Encoded<'a, V>)> {
+        let (key, ordinal) = self.stream.next()?;
+        self.passed = ordinal.value() + 1;
+        Some((key, self.layer.encoded_at(ordinal.value())))
     }
 }
 
