@@ -64,3 +64,35 @@ proptest! {
         prop_assert_eq!(found, want);
     }
 }
+
+/// The fst crate's automaton misses some matches among multi-byte
+/// characters (BurntSushi/fst issues 38 and 160), and the docs say so. The
+/// layer answers as the fst crate's own `Set` does; if a new fst release
+/// finds these keys, this fails, and the docs' warning should go.
+#[test]
+fn multibyte_matches_the_fst_crate_misses_are_missed_alike() {
+    use fst::IntoStreamer;
+
+    let keys = ["a\u{783}", "\u{782}", "\u{783}", "\u{784}", "\u{7F8}"];
+    let layer = FrozenLayer::from_sorted_iter(keys.iter().map(|k| (*k, ()))).unwrap();
+    let found: Vec<String> = (layer.search(Levenshtein::new("\u{783}", 1).unwrap()))
+        .map(|(k, _)| String::from_utf8(k).unwrap())
+        .collect();
+    let set = fst::Set::from_iter(keys).unwrap();
+    let by_fst = (set.search(Levenshtein::new("\u{783}", 1).unwrap()))
+        .into_stream()
+        .into_strs()
+        .unwrap();
+    assert_eq!(found, by_fst);
+    let within_one: Vec<&str> = keys
+        .iter()
+        .copied()
+        .filter(|k| distance(k, "\u{783}") <= 1)
+        .collect();
+    assert_eq!(within_one.len(), 5, "every key is within 1");
+    assert_eq!(
+        found,
+        ["a\u{783}", "\u{783}", "\u{7F8}"],
+        "the known misses"
+    );
+}

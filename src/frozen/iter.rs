@@ -30,10 +30,13 @@ use crate::keys::{after_start, as_slice, before_end, owned_bound};
 ///   (one allocation each);
 /// * with [`next_entry`](Self::next_entry) and
 ///   [`next_back_entry`](Self::next_back_entry), which lend the key from the
-///   walk's buffer and allocate nothing for it;
+///   walk's buffer instead (the buffer grows to the longest key met, and the
+///   first step from the back sets that walk up), so that a scan of integer
+///   values allocates nothing per entry; a byte-string value is still
+///   decoded into its own `Vec`;
 /// * with [`next_encoded`](Self::next_encoded), which also lends the value
 ///   in its stored form (a byte string's bytes), so that a scan of byte or
-///   string values allocates nothing at all.
+///   string values allocates nothing per entry either.
 pub struct Iter<'a, V: FrozenValue> {
     front: Walker<'a>,
     /// The walk from the back, once asked for.
@@ -82,7 +85,7 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     }
 
     /// The next entry, with the key borrowed from the walk (valid until the
-    /// next call), without allocating.
+    /// next call), without allocating for the key.
     ///
     /// ```
     /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2)])?;
@@ -102,7 +105,8 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
 
     /// The next entry with the key borrowed from the walk (valid until the
     /// next call) and the value in its stored form, borrowed from the layer:
-    /// a scan of byte-string or string values that allocates nothing (see
+    /// a scan of byte-string or string values that allocates nothing per
+    /// entry (see
     /// [`FrozenLayer::get_encoded`]).
     ///
     /// ```
@@ -135,7 +139,8 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     }
 
     /// The previous entry from the back, with the key borrowed from the walk
-    /// (valid until the next call), without allocating.
+    /// (valid until the next call), without allocating for the key (the
+    /// first call sets the walk from the back up).
     ///
     /// ```
     /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2), ("c", 3)])?;
@@ -206,7 +211,7 @@ impl<'a, V: FrozenValue> Keys<'a, V> {
     }
 
     /// The next key, borrowed from the walk (valid until the next call),
-    /// without allocating.
+    /// without allocating for it.
     ///
     /// ```
     /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", 1u8), ("bc", 2)])?;
@@ -322,7 +327,7 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
     }
 
     /// The next entry, with the key borrowed from the stream (valid until the
-    /// next call), without allocating.
+    /// next call), without allocating for the key.
     ///
     /// ```
     /// use memkv::frozen::automaton::{Automaton, Str};

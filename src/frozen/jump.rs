@@ -13,9 +13,12 @@
 //! root, as without a table. The table is a shortcut, never an answer: a
 //! prefix missing from it says nothing about the key.
 //!
-//! The table has at most one slot per [`KEYS_PER_SLOT`] keys, so it costs
-//! at most 40 / 128 bytes per key: at each length, the prefixes of the most
-//! keys would get the slots. `depth` (from [`MIN_DEPTH`] to [`MAX_DEPTH`])
+//! The table holds at most one prefix per [`KEYS_PER_SLOT`] keys, in
+//! slots of 32 bytes kept at most 0.8 full, so it costs at most 40 / 128
+//! bytes per key, plus a spare slot, a 16-byte footer and up to 63 bytes of
+//! alignment (about 1 byte per key in a layer of 128 keys, under 0.5 from
+//! 256): at each length, the prefixes of the most keys would get the
+//! slots. `depth` (from [`MIN_DEPTH`] to [`MAX_DEPTH`])
 //! is the length whose slots save the most steps over all the layer's
 //! keys (the keys under them, times the length), among lengths whose slots
 //! hold at least a [`MIN_SHARE`]th of the keys: the other keys pay for a
@@ -65,7 +68,7 @@ pub(super) const MAX_DEPTH: usize = 24;
 pub(super) const MIN_DEPTH: usize = 4;
 /// A prefix gets a slot only if at least this many keys start with it.
 pub(super) const MIN_KEYS: u64 = 16;
-/// At most one slot per this many keys of the layer.
+/// At most one prefix in the table per this many keys of the layer.
 pub(super) const KEYS_PER_SLOT: u64 = 128;
 /// A table is built only if its prefixes hold at least a this-th of the
 /// layer's keys: the others pay for a probe that does not shorten their

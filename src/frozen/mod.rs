@@ -277,8 +277,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// fst's nodes are not walked. Inconsistent contents under a valid
     /// checksum (a forged file, or one from a buggy writer) can make queries
     /// panic, return wrong answers, or iterate far more keys than
-    /// [`len`](Self::len) says; never undefined behaviour (the readers have
-    /// no `unsafe` code). For bytes from elsewhere, call
+    /// [`len`](Self::len) says; never undefined behaviour (the readers index
+    /// the bytes with bounds checks; their only `unsafe` is a prefetch hint,
+    /// which reads nothing). For bytes from elsewhere, call
     /// [`verify_structure`](Self::verify_structure) before querying: it
     /// walks the fst (about twice the time of an iteration) and refuses
     /// such contents.
@@ -359,8 +360,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// file is mapped as by `open`, with the same rule: never modify it in
     /// place while it is open. On a
     /// damaged file, queries may then return wrong results, panic, or in the
-    /// worst case not terminate (the fst crate trusts its bytes; it has no
-    /// `unsafe` code, so never undefined behaviour).
+    /// worst case not terminate (the fst crate and our readers trust the
+    /// bytes' contents but check every index, so never undefined behaviour).
     /// [`verify`](Self::verify) runs the skipped checks later.
     ///
     /// ```
@@ -626,8 +627,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// before. This keeps 16 lookups under way, each prefetching its next
     /// node when that lies in another cache line, so that their cache misses
     /// overlap. Worth it from a few dozen keys on, on a layer much larger
-    /// than the CPU caches. It allocates at most twice per call: the
-    /// ordinals it finds first, then the result.
+    /// than the CPU caches. It allocates twice per call, the ordinals it
+    /// finds first and then the result, and byte-string values once each, as
+    /// they are decoded.
     ///
     /// ```
     /// let layer =
@@ -894,15 +896,20 @@ impl<V: FrozenValue> FrozenLayer<V> {
     ///
     /// With the `levenshtein` feature, `automaton::Levenshtein::new(query,
     /// distance)` finds keys within an edit distance (its construction can
-    /// take much time and memory for long queries; see the fst crate).
+    /// take much time and memory for long queries; see the fst crate). It is
+    /// the fst crate's automaton, with its known bug: among keys with
+    /// multi-byte UTF-8 characters it misses some matches (fst issues 38 and
+    /// 160; `"\u{783}"` within 1 of `"\u{782}"` is not found).
     pub fn search<A: automaton::Automaton>(&self, automaton: A) -> Search<'_, V, A> {
         Search::new(self.fst.search(automaton).into_stream(), self)
     }
 
     /// Heap bytes held by the layer: the capacity of its byte buffer when it
     /// was built or loaded with [`from_bytes`](Self::from_bytes), 0 when it is
-    /// memory-mapped (see [`mapped_bytes`](Self::mapped_bytes)). Exact: the
-    /// layer allocates nothing else (its fixed-size struct is not counted).
+    /// memory-mapped (see [`mapped_bytes`](Self::mapped_bytes)). Exact for a
+    /// layer on the heap, which allocates nothing else (its fixed-size struct
+    /// is not counted); a mapped layer also holds its mapping's handle and
+    /// the file's path, about a hundred bytes, not counted.
     ///
     /// ```
     /// use memkv::FrozenLayer;
