@@ -144,3 +144,41 @@ fn debian_sample_through_the_policy() {
     let sorted: Vec<_> = map.iter().collect();
     assert_eq!(sorted, alone.iter().collect::<Vec<_>>());
 }
+
+#[test]
+fn a_map_of_strings_saves_and_opens_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("titles.memkv");
+    let map: HybridMap<String> = HybridConfig::new().manual().part_keys(100).build();
+    let mut model = BTreeMap::new();
+    for i in 0..500u32 {
+        let (key, title) = (
+            format!("https://example.org/{i}"),
+            format!("Seite {i} – grüße"),
+        );
+        map.insert(&key, title.clone());
+        model.insert(key.into_bytes(), title);
+    }
+    map.freeze().unwrap();
+    map.insert("https://example.org/7", "neu".to_string());
+    model.insert(b"https://example.org/7".to_vec(), "neu".to_string());
+    map.save(&path).unwrap();
+
+    let reopened = HybridMap::<String>::open(&path).unwrap();
+    assert_eq!(reopened.iter().collect::<BTreeMap<_, _>>(), model);
+    assert_eq!(
+        reopened.get("https://example.org/7").as_deref(),
+        Some("neu")
+    );
+    // Strings are not byte strings: the file says which it holds.
+    let err = HybridMap::<Vec<u8>>::open(&path).unwrap_err();
+    assert!(matches!(
+        err.without_path(),
+        Error::ValueTypeMismatch { .. }
+    ));
+    let layer = FrozenLayer::<String>::open(&path).unwrap();
+    assert_eq!(
+        layer.get_encoded("https://example.org/3"),
+        Some("Seite 3 – grüße".as_bytes())
+    );
+}
