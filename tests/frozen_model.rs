@@ -199,6 +199,22 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
         );
     }
     assert_eq!(model_entries.next_back(), None);
+    // Lent from both ends, alternating, until they meet.
+    let mut lending = layer.iter();
+    let mut model_entries = model.iter();
+    for turn in 0.. {
+        let (got, want) = if turn % 2 == 0 {
+            (lending.next_encoded(), model_entries.next())
+        } else {
+            (lending.next_back_encoded(), model_entries.next_back())
+        };
+        assert_eq!(got, want.map(|(k, v)| (k.as_slice(), *v)));
+        if got.is_none() {
+            break;
+        }
+    }
+    assert_eq!(lending.next_encoded(), None);
+    assert_eq!(lending.next_back_encoded(), None);
     // Keys and values apart, from both ends, meeting in the middle too.
     let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
     let values: Vec<u64> = model.values().copied().collect();

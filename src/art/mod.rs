@@ -676,11 +676,12 @@ impl<V> FastArt<V> {
     /// Unlike `BTreeMap::range`, an inverted or empty range yields nothing
     /// instead of panicking.
     ///
-    /// The bounds may be any bytes: `"b"..`, `&b"a"[..]..=&b"b"[..]`,
-    /// `Vec<u8>`s. Two forms need the bound's type named, because Rust can
-    /// read them two ways: a range of byte-string literals, which is over
-    /// arrays (`range::<[u8; 1], _>(b"a"..b"b")`), and a pair of
-    /// `Bound<&[u8]>` (`range::<[u8], _>((lower, upper))`).
+    /// The bounds may be any bytes: `"b"..`, `"a"..="c"`,
+    /// `&b"a"[..]..=&b"b"[..]`, `Vec<u8>`s. Where Rust can read the bounds'
+    /// type more than one way, name it: `..` as `range::<[u8], _>(..)` (or
+    /// call `iter`), a range of byte-string literals, which is over arrays,
+    /// as `range::<[u8; 1], _>(b"a"..b"b")`, and a pair of `Bound`s as
+    /// `range::<[u8], _>((lower, upper))` (`::<str, _>` for `&str` bounds).
     ///
     /// ```
     /// let map: memkv::FastArt<u8> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
@@ -689,6 +690,9 @@ impl<V> FastArt<V> {
     /// let none = map.range::<[u8], _>((std::ops::Bound::Excluded(&b"c"[..]), std::ops::Bound::Unbounded));
     /// assert_eq!(none.count(), 0);
     /// assert_eq!(map.range::<[u8; 1], _>(b"a"..b"c").count(), 2);
+    /// assert_eq!(map.range::<[u8], _>(..).count(), 3);
+    /// let (lower, upper) = (std::ops::Bound::Included("a"), std::ops::Bound::Excluded("c"));
+    /// assert_eq!(map.range::<str, _>((lower, upper)).count(), 2);
     /// ```
     pub fn range<T, R>(&self, range: R) -> Range<'_, V>
     where

@@ -77,7 +77,7 @@ pub trait FrozenValue: Sized {
 }
 
 /// The stored form of a `V`, borrowed from a layer: `&[u8]` for byte strings
-/// and strings, `u64` for integers. What [`FrozenLayer::get_encoded`] and
+/// and strings, `u64` for integers, `bool` and `()`. What [`FrozenLayer::get_encoded`] and
 /// [`Iter::next_encoded`] hand out instead of a decoded copy.
 ///
 /// [`FrozenLayer::get_encoded`]: super::FrozenLayer::get_encoded
@@ -339,10 +339,17 @@ unsigned_value!(u8, u16, u32, u64);
 // `usize` and `isize` go through the 64-bit encodings: no target has wider.
 const _: () = assert!(usize::BITS <= u64::BITS);
 
-/// Named apart from `u64`: a file of `usize` values saved where `usize` has 64
-/// bits may hold values that a 32-bit reader could not represent.
+/// Named with its width (`usize64` where `usize` has 64 bits): a file of
+/// `usize` values saved on a 64-bit target may hold values a 32-bit one
+/// cannot represent, so it does not open there
+/// ([`Error::ValueTypeMismatch`]) rather than truncate them. Store `u64` for
+/// files that move between targets.
 impl FrozenValue for usize {
-    const TYPE_NAME: &'static str = "usize";
+    const TYPE_NAME: &'static str = match usize::BITS {
+        64 => "usize64",
+        32 => "usize32",
+        _ => "usize16",
+    };
     type Column = IntColumn;
     #[inline]
     fn encode(&self) -> u64 {
@@ -350,8 +357,7 @@ impl FrozenValue for usize {
     }
     #[inline]
     fn decode(encoded: u64) -> Self {
-        // Only a corrupt file (or one from a wider target) holds a wider
-        // value; truncate it.
+        // Only a corrupt file holds a wider value; truncate it.
         encoded as usize
     }
 }
@@ -376,9 +382,13 @@ macro_rules! signed_value {
 }
 signed_value!(i8, i16, i32, i64);
 
-/// As `i64`, under its own name (see `usize`).
+/// As `i64`, under a name with its width (see `usize`).
 impl FrozenValue for isize {
-    const TYPE_NAME: &'static str = "isize";
+    const TYPE_NAME: &'static str = match isize::BITS {
+        64 => "isize64",
+        32 => "isize32",
+        _ => "isize16",
+    };
     type Column = IntColumn;
     #[inline]
     fn encode(&self) -> u64 {
@@ -541,6 +551,13 @@ mod tests {
         round_trip::<Vec<u8>>(&[]);
         round_trip(&["".to_string(), "grüße".to_string()]);
         round_trip::<Box<str>>(&["ü".into(), "".into()]);
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn machine_integers_are_named_with_their_width() {
+        // So that a 32-bit reader refuses a 64-bit writer's file.
+        assert_eq!((usize::TYPE_NAME, isize::TYPE_NAME), ("usize64", "isize64"));
     }
 
     #[test]

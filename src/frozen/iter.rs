@@ -34,7 +34,8 @@ use crate::keys::{after_start, as_slice, before_end, owned_bound};
 ///   first step from the back sets that walk up), so that a scan of integer
 ///   values allocates nothing per entry; a byte-string value is still
 ///   decoded into its own `Vec`;
-/// * with [`next_encoded`](Self::next_encoded), which also lends the value
+/// * with [`next_encoded`](Self::next_encoded) and
+///   [`next_back_encoded`](Self::next_back_encoded), which also lend the value
 ///   in its stored form (a byte string's bytes), so that a scan of byte or
 ///   string values allocates nothing per entry either.
 pub struct Iter<'a, V: FrozenValue> {
@@ -152,6 +153,22 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     pub fn next_back_entry(&mut self) -> Option<(&[u8], V)> {
         let layer = self.layer;
         (self.next_back_ordinal()).map(|(key, ordinal)| (key, layer.value_at(ordinal)))
+    }
+
+    /// The previous entry from the back, as [`next_encoded`](Self::next_encoded)
+    /// lends them from the front.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", b"xy".to_vec()), ("b", b"z".to_vec())])?;
+    /// let mut entries = layer.iter();
+    /// assert_eq!(entries.next_back_encoded(), Some((&b"b"[..], &b"z"[..])));
+    /// assert_eq!(entries.next_encoded(), Some((&b"a"[..], &b"xy"[..])));
+    /// assert_eq!(entries.next_back_encoded(), None); // the ends have met
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn next_back_encoded(&mut self) -> Option<(&[u8], Encoded<'a, V>)> {
+        let layer = self.layer;
+        (self.next_back_ordinal()).map(|(key, ordinal)| (key, layer.encoded_at(ordinal)))
     }
 
     /// The previous key from the back and its ordinal.

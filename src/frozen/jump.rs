@@ -17,7 +17,7 @@
 //! slots of 32 bytes kept at most 0.8 full, so it costs at most 40 / 128
 //! bytes per key, plus a spare slot, a 16-byte footer and up to 63 bytes of
 //! alignment (about 1 byte per key in a layer of 128 keys, under 0.5 from
-//! 256): at each length, the prefixes of the most keys would get the
+//! about 550): at each length, the prefixes of the most keys would get the
 //! slots. `depth` (from [`MIN_DEPTH`] to [`MAX_DEPTH`])
 //! is the length whose slots save the most steps over all the layer's
 //! keys (the keys under them, times the length), among lengths whose slots

@@ -627,9 +627,10 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// before. This keeps 16 lookups under way, each prefetching its next
     /// node when that lies in another cache line, so that their cache misses
     /// overlap. Worth it from a few dozen keys on, on a layer much larger
-    /// than the CPU caches. It allocates twice per call, the ordinals it
-    /// finds first and then the result, and byte-string values once each, as
-    /// they are decoded.
+    /// than the CPU caches. It allocates at most twice per call, the ordinals
+    /// it finds first and then the result (once when the result can reuse
+    /// the ordinals' buffer, as for 64-bit values), plus once for each
+    /// byte-string value it decodes.
     ///
     /// ```
     /// let layer =
@@ -823,11 +824,12 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// The entries whose keys lie in `range`, in key order. A range whose
     /// start lies after its end yields nothing (it does not panic).
     ///
-    /// The bounds may be any bytes: `"b"..`, `&b"a"[..]..=&b"b"[..]`,
-    /// `Vec<u8>`s. Two forms need the bound's type named, because Rust can
-    /// read them two ways: a range of byte-string literals, which is over
-    /// arrays (`range::<[u8; 1], _>(b"a"..b"b")`), and a pair of
-    /// `Bound<&[u8]>` (`range::<[u8], _>((lower, upper))`).
+    /// The bounds may be any bytes: `"b"..`, `"a"..="c"`,
+    /// `&b"a"[..]..=&b"b"[..]`, `Vec<u8>`s. Where Rust can read the bounds'
+    /// type more than one way, name it: `..` as `range::<[u8], _>(..)` (or
+    /// call `iter`), a range of byte-string literals, which is over arrays,
+    /// as `range::<[u8; 1], _>(b"a"..b"b")`, and a pair of `Bound`s as
+    /// `range::<[u8], _>((lower, upper))` (`::<str, _>` for `&str` bounds).
     ///
     /// ```
     /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", 1u8), ("b", 2), ("c", 3)])?;
@@ -909,7 +911,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// memory-mapped (see [`mapped_bytes`](Self::mapped_bytes)). Exact for a
     /// layer on the heap, which allocates nothing else (its fixed-size struct
     /// is not counted); a mapped layer also holds its mapping's handle and
-    /// the file's path, about a hundred bytes, not counted.
+    /// the file's path, a few dozen bytes and the path's length, not
+    /// counted.
     ///
     /// ```
     /// use memkv::FrozenLayer;

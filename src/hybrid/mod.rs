@@ -1514,11 +1514,12 @@ where
     /// The entries whose keys lie in `range`, in key order: a snapshot. An
     /// inverted or empty range yields nothing (it does not panic).
     ///
-    /// The bounds may be any bytes: `"b"..`, `&b"a"[..]..=&b"b"[..]`,
-    /// `Vec<u8>`s. Two forms need the bound's type named, because Rust can
-    /// read them two ways: a range of byte-string literals, which is over
-    /// arrays (`range::<[u8; 1], _>(b"a"..b"b")`), and a pair of
-    /// `Bound<&[u8]>` (`range::<[u8], _>((lower, upper))`).
+    /// The bounds may be any bytes: `"b"..`, `"a"..="c"`,
+    /// `&b"a"[..]..=&b"b"[..]`, `Vec<u8>`s. Where Rust can read the bounds'
+    /// type more than one way, name it: `..` as `range::<[u8], _>(..)` (or
+    /// call `iter`), a range of byte-string literals, which is over arrays,
+    /// as `range::<[u8; 1], _>(b"a"..b"b")`, and a pair of `Bound`s as
+    /// `range::<[u8], _>((lower, upper))` (`::<str, _>` for `&str` bounds).
     ///
     /// ```
     /// let map: memkv::HybridMap<u8> = [("a", 1), ("b", 2), ("c", 3)].into_iter().collect();
