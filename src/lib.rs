@@ -43,7 +43,10 @@
 //! # FrozenLayer
 //!
 //! Built from sorted keys (or any keys, sorted for you), then queried, saved
-//! and opened again without reading the file onto the heap:
+//! and opened again without reading the file onto the heap. Values are
+//! integers (bit-packed to the width their range needs), byte strings or
+//! strings (which `get_encoded` lends from the file instead of copying), or
+//! a type of yours through [`FrozenValue`]:
 //!
 //! ```
 //! use memkv::FrozenLayer;
@@ -56,6 +59,9 @@
 //! layer.save(dir.path().join("keys.memkv"))?;
 //! let mapped = FrozenLayer::<u64>::open(dir.path().join("keys.memkv"))?;
 //! assert_eq!(mapped.get("a"), Some(1));
+//!
+//! let titles = FrozenLayer::from_sorted_iter([("/a", "Start".to_string())])?;
+//! assert_eq!(titles.get_encoded("/a"), Some(&b"Start"[..]));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
