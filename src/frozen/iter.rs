@@ -362,10 +362,8 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
     /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
-        let (key, ordinal) = self.stream.next()?;
-        // The stream goes in key order, so ordinals increase.
-        self.passed = ordinal.value() + 1;
-        Some((key, self.layer.value_at(ordinal.value())))
+        let layer = self.layer;
+        (self.next_ordinal()).map(|(key, ordinal)| (key, layer.value_at(ordinal)))
     }
 
     /// The next entry with the value in its stored form, borrowed from the
@@ -382,9 +380,17 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
     /// ```
     #[inline]
     pub fn next_encoded(&mut self) -> Option<(&[u8], Encoded<'a, V>)> {
-        let (key, ordinal) = self.stream.next()?;
-        self.passed = ordinal.value() + 1;
-        Some((key, self.layer.encoded_at(ordinal.value())))
+        let layer = self.layer;
+        (self.next_ordinal()).map(|(key, ordinal)| (key, layer.encoded_at(ordinal)))
+    }
+
+    /// The next key the automaton accepts and its ordinal.
+    #[inline]
+    fn next_ordinal(&mut self) -> Option<(&[u8], u64)> {
+        let (key, output) = self.stream.next()?;
+        // The stream goes in key order, so ordinals increase.
+        self.passed = output.value() + 1;
+        Some((key, output.value()))
     }
 }
 

@@ -682,16 +682,10 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     #[inline]
     pub fn rank(&self, key: impl AsRef<[u8]>) -> Option<usize> {
-        self.ordinal_of(key.as_ref())
-            .map(|ordinal| ordinal as usize)
-    }
-
-    /// The key's ordinal as the fst stores it (`0..len`, so it fits a
-    /// `usize`).
-    #[inline]
-    fn ordinal_of(&self, key: &[u8]) -> Option<u64> {
-        // The fst's output is the key's ordinal: see the module docs.
-        lookup::get_one(self.fst.as_bytes(), self.walk_start(key), key)
+        // The fst's output is the key's ordinal (see the module docs), under
+        // `len`, so it fits a `usize`.
+        let key = key.as_ref();
+        lookup::get_one(self.fst.as_bytes(), self.walk_start(key), key).map(|o| o as usize)
     }
 
     /// The entry at position `ordinal` in key order, if `ordinal < len`.
