@@ -100,8 +100,7 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
-        let layer = self.layer;
-        (self.next_ordinal()).map(|(key, ordinal)| (key, layer.value_at(ordinal)))
+        (self.next_encoded()).map(|(key, encoded)| (key, V::decode(encoded)))
     }
 
     /// The next entry with the key borrowed from the walk (valid until the
@@ -151,8 +150,7 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     /// # Ok::<(), memkv::Error>(())
     /// ```
     pub fn next_back_entry(&mut self) -> Option<(&[u8], V)> {
-        let layer = self.layer;
-        (self.next_back_ordinal()).map(|(key, ordinal)| (key, layer.value_at(ordinal)))
+        (self.next_back_encoded()).map(|(key, encoded)| (key, V::decode(encoded)))
     }
 
     /// The previous entry from the back, as [`next_encoded`](Self::next_encoded)
@@ -362,8 +360,7 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
     /// ```
     #[inline]
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
-        let layer = self.layer;
-        (self.next_ordinal()).map(|(key, ordinal)| (key, layer.value_at(ordinal)))
+        (self.next_encoded()).map(|(key, encoded)| (key, V::decode(encoded)))
     }
 
     /// The next entry with the value in its stored form, borrowed from the

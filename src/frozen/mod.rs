@@ -582,8 +582,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     #[inline]
     pub fn get(&self, key: impl AsRef<[u8]>) -> Option<V> {
-        let ordinal = self.rank_fetching_value(key.as_ref(), || false, &mut false)?;
-        Some(self.value_at(ordinal))
+        self.get_encoded(key).map(V::decode)
     }
 
     /// The value of `key` in its stored form, borrowed from the layer (from
