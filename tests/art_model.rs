@@ -57,6 +57,10 @@ enum Op {
         prop::sample::Index,
         Option<prop::sample::Index>,
     ),
+    /// `prefixes_of` and `longest_prefix_of` a key, or (with an index, if
+    /// any is stored) of a stored key with the key appended: queries with
+    /// stored keys all along their path.
+    PrefixesOf(Vec<u8>, Option<prop::sample::Index>),
     Iterate(Vec<bool>),
     EntryIncrement(Vec<u8>),
     /// Replaces the value through an occupied entry, or inserts.
@@ -109,6 +113,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(p, s)| Op::Prefix(p, s)),
         2 => (key(), any::<prop::sample::Index>(), any::<prop::sample::Index>(), any::<Option<prop::sample::Index>>())
             .prop_map(|(k, pick, cut, change)| Op::PrefixOfStored(k, pick, cut, change)),
+        2 => (key(), prop::option::of(any::<prop::sample::Index>()))
+            .prop_map(|(k, pick)| Op::PrefixesOf(k, pick)),
         1 => sides().prop_map(Op::Iterate),
         2 => key().prop_map(Op::EntryIncrement),
         1 => (key(), any::<u32>()).prop_map(|(k, v)| Op::EntryReplace(k, v)),
@@ -295,6 +301,21 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                 .collect();
             let got: Vec<_> = map.prefix(p).map(|(k, v)| (k, *v)).collect();
             assert_eq!(got, want, "prefix {p:?}");
+        }
+        Op::PrefixesOf(k, pick) => {
+            let query = match pick {
+                Some(pick) => [stored_or(model, pick, k), k].concat(),
+                None => k.clone(),
+            };
+            let want: Vec<_> = model
+                .iter()
+                .filter(|(k, _)| query.starts_with(k))
+                .map(|(k, v)| (k.as_slice(), *v))
+                .collect();
+            let got: Vec<_> = map.prefixes_of(&query).map(|(k, v)| (k, *v)).collect();
+            assert_eq!(got, want, "prefixes of {query:?}");
+            let longest = map.longest_prefix_of(&query).map(|(k, v)| (k, *v));
+            assert_eq!(longest, want.last().copied(), "longest prefix of {query:?}");
         }
         Op::Iterate(sides) => {
             // Every view, from either end; `drain_exact` checks each one's

@@ -172,6 +172,60 @@ impl<V> DoubleEndedIterator for Range<'_, V> {
 
 impl<V> FusedIterator for Range<'_, V> {}
 
+/// The entries whose keys are prefixes of a given key, shortest first; see
+/// [`FastArt::prefixes_of`](super::FastArt::prefixes_of).
+///
+/// Each key is a slice of the key asked about, so nothing is assembled or
+/// allocated: the walk follows that key's path down the tree once, and the
+/// entries it yields are the ones met on the way.
+#[derive(Clone, Debug)]
+pub struct PrefixesOf<'a, 'k, V> {
+    art: &'a RawArt<V>,
+    key: &'k [u8],
+    /// Where the walk goes on: a block and the key bytes spelled above it;
+    /// `None` once it has ended.
+    at: Option<(u32, usize)>,
+}
+
+impl<'a, 'k, V> PrefixesOf<'a, 'k, V> {
+    pub(crate) fn new(art: &'a RawArt<V>, key: &'k [u8]) -> Self {
+        let root = art.root();
+        PrefixesOf {
+            art,
+            key,
+            at: (root != 0).then_some((root, 0)),
+        }
+    }
+}
+
+impl<'a, 'k, V> Iterator for PrefixesOf<'a, 'k, V> {
+    type Item = (&'k [u8], &'a V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while let Some((r, depth)) = self.at {
+            let step = self.art.prefix_step(self.key, r, depth);
+            self.at = step.next;
+            if let Some((len, leaf)) = step.found {
+                // SAFETY: a live value; the tree is borrowed (shared) for 'a.
+                let value = unsafe { shared(self.art.leaf_value(leaf)) };
+                return Some((&self.key[..len], value));
+            }
+        }
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        // At most one entry per length still to come.
+        let left = match self.at {
+            Some((_, depth)) => self.key.len() - depth + 1,
+            None => 0,
+        };
+        (0, Some(left.min(self.art.len())))
+    }
+}
+
+impl<V> FusedIterator for PrefixesOf<'_, '_, V> {}
+
 /// The entries in key order with mutable values; see
 /// [`FastArt::iter_mut`](super::FastArt::iter_mut).
 #[derive(Debug)]

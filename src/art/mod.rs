@@ -79,7 +79,8 @@ use crate::lanes::LANES;
 
 pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
 pub use self::iter::{
-    IntoIter, IntoKeys, IntoValues, Iter, IterMut, Keys, Range, RangeMut, Values, ValuesMut,
+    IntoIter, IntoKeys, IntoValues, Iter, IterMut, Keys, PrefixesOf, Range, RangeMut, Values,
+    ValuesMut,
 };
 
 use self::raw::{RawArt, RawIter};
@@ -743,6 +744,45 @@ impl<V> FastArt<V> {
             None => RawIter::subtree(0, Vec::new()),
         };
         Range::new(&self.raw, raw)
+    }
+
+    /// The entries whose keys are prefixes of `key` (`key` itself
+    /// included), shortest first: the inverse of [`prefix`](Self::prefix),
+    /// as a router or a rule table asks it ("which of my paths cover this
+    /// file?").
+    ///
+    /// One walk down `key`'s path finds them all, since each lies on that
+    /// path. The keys yielded are slices of `key`, which is therefore
+    /// borrowed, not taken by value; nothing is allocated.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<&str> =
+    ///     [("usr/", "system"), ("usr/share/doc/", "docs"), ("usr/bin/", "programs")]
+    ///         .into_iter()
+    ///         .collect();
+    /// let covering: Vec<_> = map.prefixes_of("usr/share/doc/bash/README").collect();
+    /// assert_eq!(covering, [(&b"usr/"[..], &"system"), (&b"usr/share/doc/"[..], &"docs")]);
+    /// assert_eq!(map.prefixes_of("etc/passwd").count(), 0);
+    /// ```
+    pub fn prefixes_of<'k, K: AsRef<[u8]> + ?Sized>(&self, key: &'k K) -> PrefixesOf<'_, 'k, V> {
+        PrefixesOf::new(&self.raw, key.as_ref())
+    }
+
+    /// The entry whose key is the longest prefix of `key` (`key` itself, if
+    /// present): the most specific match, as a longest-prefix-match
+    /// router finds it. The key returned is a slice of `key`.
+    ///
+    /// ```
+    /// let map: memkv::FastArt<u32> = [("", 0), ("a", 1), ("abc", 3)].into_iter().collect();
+    /// assert_eq!(map.longest_prefix_of("abcd"), Some((&b"abc"[..], &3)));
+    /// assert_eq!(map.longest_prefix_of("ab"), Some((&b"a"[..], &1)));
+    /// assert_eq!(map.longest_prefix_of("x"), Some((&b""[..], &0)));
+    /// ```
+    pub fn longest_prefix_of<'k, K: AsRef<[u8]> + ?Sized>(
+        &self,
+        key: &'k K,
+    ) -> Option<(&'k [u8], &V)> {
+        self.prefixes_of(key).last()
     }
 
     /// The first entry in key order. The key is assembled into a new

@@ -48,6 +48,7 @@ mod search;
 
 use std::marker::PhantomData;
 use std::mem;
+use std::ptr;
 
 use self::arena::{Arena, BlockIdx, UNIT};
 use self::leaf::Leaf;
@@ -98,6 +99,16 @@ enum Step<V> {
     Down(u32, usize),
     /// The lookup is over: the value's place, or none.
     Done(Option<*mut V>),
+}
+
+/// One step of the walk for the keys that are prefixes of a key (see
+/// [`RawArt::prefix_step`]).
+pub(crate) struct PrefixStep {
+    /// The leaf met at this step whose key is the key's first `len` bytes,
+    /// as `(len, leaf)`.
+    pub(crate) found: Option<(usize, u32)>,
+    /// Where the walk goes on: a block and the key bytes spelled above it.
+    pub(crate) next: Option<(u32, usize)>,
 }
 
 /// What to do to a node's children when rebuilding it.
@@ -413,6 +424,41 @@ impl<V> RawArt<V> {
         }
         // SAFETY: `find` returned a child slot of the live node `r`.
         Step::Down(unsafe { read_ref(slot) }, depth + 1)
+    }
+
+    /// One step of the walk along `key` that finds the keys which are
+    /// prefixes of it, at `r` with the first `depth` bytes of `key` spelled.
+    /// Such keys lie on `key`'s own path, each in a node's terminal slot or
+    /// as the leaf the path ends at, so the walk meets them shortest first.
+    #[inline]
+    pub(crate) fn prefix_step(&self, key: &[u8], r: u32, depth: usize) -> PrefixStep {
+        let rest = &key[depth..];
+        if is_leaf(r) {
+            let suffix = self.leaf_suffix(r);
+            let found = starts_with(rest, suffix).then_some((depth + suffix.len(), r));
+            return PrefixStep { found, next: None };
+        }
+        let node = self.node(r);
+        // A prefix of `key` below this node would spell all of its prefix.
+        let Some(matched) = node.match_prefix(rest) else {
+            return PrefixStep {
+                found: None,
+                next: None,
+            };
+        };
+        let depth = depth + matched;
+        // Invariant 5: a terminal leaf spells exactly the bytes so far.
+        let t = node.terminal();
+        let found = (t != 0).then_some((depth, t));
+        let slot = match key.get(depth) {
+            Some(&byte) => node.find(byte),
+            None => ptr::null_mut(),
+        };
+        let next = (!slot.is_null()).then(|| {
+            // SAFETY: `find` returned a child slot of the live node `r`.
+            (unsafe { read_ref(slot) }, depth + 1)
+        });
+        PrefixStep { found, next }
     }
 
     /// Leaves added since the last compaction, and the number of leaves
