@@ -244,6 +244,24 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
             .then(|| model.range(..probe.clone()).count());
         assert_eq!(layer.rank(probe), expected_rank, "rank {probe:?}");
     }
+    // The stored keys that are prefixes of each probe, and of the probe
+    // run on past a stored key.
+    for probe in probes {
+        for tail in [&b""[..], b"\x00", b"a\xFF"] {
+            let query = [probe.as_slice(), tail].concat();
+            let want: Vec<(&[u8], u64)> = (0..=query.len())
+                .filter_map(|len| model.get(&query[..len]).map(|v| (&query[..len], *v)))
+                .collect();
+            let got: Vec<_> = layer.prefixes_of(&query).collect();
+            assert_eq!(got, want, "prefixes of {query:?}");
+            let mut lent = layer.prefixes_of(&query);
+            for entry in &want {
+                assert_eq!(lent.next_encoded(), Some(*entry));
+            }
+            assert_eq!(lent.next_encoded(), None);
+            assert_eq!(layer.longest_prefix_of(&query), want.last().copied());
+        }
+    }
     for (ordinal, entry) in expected.iter().enumerate() {
         assert_eq!(layer.nth(ordinal).as_ref(), Some(entry), "nth {ordinal}");
     }

@@ -7,9 +7,9 @@ use std::ops::Bound;
 use fst::Streamer;
 use fst::automaton::Automaton;
 
-use super::FrozenLayer;
 use super::column::{Encoded, FrozenValue};
 use super::fst_node::{CommonCodes, NodeView, common_codes, follow_chain};
+use super::{FrozenLayer, lookup};
 use crate::keys::{after_start, as_slice, before_end, owned_bound};
 
 /// Entries of a [`FrozenLayer`] in key order: all of them
@@ -212,6 +212,83 @@ impl<V: FrozenValue> DoubleEndedIterator for Iter<'_, V> {
 // Once an end has met the other, or run out, every later call finds the
 // same: the ordinals only move apart from the meeting point.
 impl<V: FrozenValue> FusedIterator for Iter<'_, V> {}
+
+/// The entries of a [`FrozenLayer`] whose keys are prefixes of a given key,
+/// shortest first; see [`prefixes_of`](FrozenLayer::prefixes_of).
+///
+/// One walk down the fst along that key finds them all; each key yielded
+/// is a slice of the key asked about, so none is copied.
+/// [`next_encoded`](Self::next_encoded) lends the value in its stored form
+/// as well.
+pub struct PrefixesOf<'a, 'k, V: FrozenValue> {
+    layer: &'a FrozenLayer<V>,
+    key: &'k [u8],
+    /// Where the walk goes on; `None` once it has ended.
+    at: Option<lookup::State>,
+}
+
+impl<'a, 'k, V: FrozenValue> PrefixesOf<'a, 'k, V> {
+    pub(crate) fn new(layer: &'a FrozenLayer<V>, key: &'k [u8], root: u64) -> Self {
+        PrefixesOf {
+            layer,
+            key,
+            at: Some((root, 0, 0)),
+        }
+    }
+
+    /// The next entry, its value lent in its stored form (a byte string's
+    /// bytes from the layer) instead of decoded.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("a", b"x".to_vec()), ("ab", b"y".to_vec())])?;
+    /// let mut covering = layer.prefixes_of("abc");
+    /// assert_eq!(covering.next_encoded(), Some((&b"a"[..], &b"x"[..])));
+    /// assert_eq!(covering.next_encoded(), Some((&b"ab"[..], &b"y"[..])));
+    /// assert_eq!(covering.next_encoded(), None);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn next_encoded(&mut self) -> Option<(&'k [u8], Encoded<'a, V>)> {
+        let data = self.layer.fst.as_bytes();
+        while let Some(state) = self.at {
+            let (found, next) = lookup::prefix_step(data, self.key, state);
+            self.at = next;
+            if let Some((len, ordinal)) = found {
+                return Some((&self.key[..len], self.layer.encoded_at(ordinal)));
+            }
+        }
+        None
+    }
+}
+
+impl<'k, V: FrozenValue> Iterator for PrefixesOf<'_, 'k, V> {
+    type Item = (&'k [u8], V);
+
+    #[inline]
+    fn next(&mut self) -> Option<(&'k [u8], V)> {
+        self.next_encoded()
+            .map(|(key, value)| (key, V::decode(value)))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        // At most one entry per length still to come.
+        let left = match self.at {
+            Some((_, depth, _)) => self.key.len() - depth + 1,
+            None => 0,
+        };
+        (0, Some(left.min(self.layer.len())))
+    }
+}
+
+impl<V: FrozenValue> FusedIterator for PrefixesOf<'_, '_, V> {}
+
+impl<V: FrozenValue> fmt::Debug for PrefixesOf<'_, '_, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrefixesOf")
+            .field("key", &crate::fmt::ByteStr(self.key))
+            .field("at", &self.at)
+            .finish_non_exhaustive()
+    }
+}
 
 /// The keys of a [`FrozenLayer`] in order; see
 /// [`keys`](FrozenLayer::keys). Reads no value; lends each key with

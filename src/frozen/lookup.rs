@@ -87,6 +87,35 @@ fn step_one(
     }
 }
 
+/// One step of the walk along `key` that finds the keys which are prefixes
+/// of it, at the node `state` names: the key ending here, as its length and
+/// output (ordinal), if this node is final, and where the walk goes on.
+/// The walk starts at the root, not where the jump table says: a table
+/// slot skips the nodes above it, whose keys may be prefixes too.
+#[inline]
+pub(super) fn prefix_step(
+    data: &[u8],
+    key: &[u8],
+    (addr, depth, output): State,
+) -> (Option<(usize, u64)>, Option<State>) {
+    let codes = common_codes();
+    // Most nodes have one transition and are not final: no header to decode.
+    let found = match single_transition(data, addr, codes) {
+        Some(_) => None,
+        None => {
+            let node = NodeView::branching(data, addr);
+            node.is_final.then_some((depth, output + node.final_output))
+        }
+    };
+    if depth == key.len() {
+        return (found, None);
+    }
+    match step_one(data, codes, key, addr, depth, output) {
+        Step::Down(next, matched, gathered) => (found, Some((next, matched, gathered))),
+        Step::Done(_) => (found, None),
+    }
+}
+
 /// How many of the key's next bytes (up to eight, from `depth`) the chain
 /// of one-byte nodes starting at `addr` matches. Such a node is a single
 /// state byte, `11` and the input's common code: one transition, no

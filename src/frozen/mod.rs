@@ -139,7 +139,7 @@ use fst::IntoStreamer;
 pub use self::build::FrozenLayerBuilder;
 pub use self::column::{BytesColumn, Encoded, FrozenValue, IntColumn, ValueColumn};
 use self::format::{Check, FstBytes, Storage};
-pub use self::iter::{Iter, Keys, Search, Values};
+pub use self::iter::{Iter, Keys, PrefixesOf, Search, Values};
 use self::jump::JumpTable;
 use crate::keys::prefix_successor;
 use crate::{Error, FastArt, Result};
@@ -570,6 +570,48 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     pub fn as_bytes(&self) -> &[u8] {
         self.fst.as_inner().storage.bytes()
+    }
+
+    /// The entries whose keys are prefixes of `key` (`key` itself
+    /// included), shortest first: the inverse of [`prefix`](Self::prefix),
+    /// as a router or a rule table asks it.
+    ///
+    /// One walk down the fst along `key` finds them all, from the root (the
+    /// jump table would skip the shorter ones). The keys yielded are slices
+    /// of `key`, which is therefore borrowed, not taken by value.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("usr/", 1u8), ("usr/bin/", 2), ("usr/share/", 3)])?;
+    /// let covering: Vec<_> = layer.prefixes_of("usr/bin/ls").collect();
+    /// assert_eq!(covering, [(&b"usr/"[..], 1), (&b"usr/bin/"[..], 2)]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn prefixes_of<'k, K: AsRef<[u8]> + ?Sized>(&self, key: &'k K) -> PrefixesOf<'_, 'k, V> {
+        PrefixesOf::new(self, key.as_ref(), self.fst.root().addr() as u64)
+    }
+
+    /// The entry whose key is the longest prefix of `key` (`key` itself, if
+    /// present): the most specific match. The key returned is a slice of
+    /// `key`.
+    ///
+    /// ```
+    /// let layer = memkv::FrozenLayer::from_sorted_iter([("", 0u8), ("a", 1), ("abc", 3)])?;
+    /// assert_eq!(layer.longest_prefix_of("abcd"), Some((&b"abc"[..], 3)));
+    /// assert_eq!(layer.longest_prefix_of("ab"), Some((&b"a"[..], 1)));
+    /// assert_eq!(layer.longest_prefix_of("x"), Some((&b""[..], 0)));
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn longest_prefix_of<'k, K: AsRef<[u8]> + ?Sized>(
+        &self,
+        key: &'k K,
+    ) -> Option<(&'k [u8], V)> {
+        // Only the last value is decoded.
+        let mut covering = self.prefixes_of(key);
+        let mut longest = None;
+        while let Some(entry) = covering.next_encoded() {
+            longest = Some(entry);
+        }
+        longest.map(|(key, value)| (key, V::decode(value)))
     }
 
     /// The value of `key`, decoded from the column.
