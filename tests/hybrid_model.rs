@@ -100,6 +100,9 @@ enum Op {
     /// iterator, a snapshot, must not see.
     Range(Bound<Vec<u8>>, Bound<Vec<u8>>, Vec<bool>, (Vec<u8>, u64)),
     Prefix(Vec<u8>),
+    /// `prefixes_of` and `longest_prefix_of` the key or (if the index is
+    /// there and the map is not empty) a stored key with the key appended.
+    PrefixesOf(Vec<u8>, Option<prop::sample::Index>),
     Iterate,
     Edges,
     /// `pop_first` (`true`) or `pop_last`.
@@ -189,6 +192,8 @@ fn op_without_merges() -> impl Strategy<Value = Op> {
         2 => (bound(), bound(), prop::collection::vec(any::<bool>(), 0..24), (key(), any::<u64>()))
             .prop_map(|(a, b, ends, write)| Op::Range(a, b, ends, write)),
         2 => key().prop_map(Op::Prefix),
+        2 => (key(), prop::option::of(any::<prop::sample::Index>()))
+            .prop_map(|(k, stored)| Op::PrefixesOf(k, stored)),
         1 => Just(Op::Iterate),
         2 => Just(Op::Edges),
         2 => any::<bool>().prop_map(Op::Pop),
@@ -344,6 +349,21 @@ fn run_from(
                 let backwards: Vec<_> = map.prefix(&p).rev().collect();
                 prop_assert!(backwards.iter().eq(want.iter().rev()));
                 prop_assert_eq!(got, want);
+            }
+            Op::PrefixesOf(k, stored) => {
+                let query = match stored {
+                    Some(pick) if !model.is_empty() => {
+                        let keys: Vec<&Vec<u8>> = model.keys().collect();
+                        [pick.get(&keys).as_slice(), &k].concat()
+                    }
+                    _ => k,
+                };
+                let want: Vec<(&[u8], Val)> = (0..=query.len())
+                    .filter_map(|len| model.get(&query[..len]).map(|v| (&query[..len], *v)))
+                    .collect();
+                let got: Vec<_> = map.prefixes_of(&query).collect();
+                prop_assert_eq!(&got, &want, "prefixes of {:?}", query);
+                prop_assert_eq!(map.longest_prefix_of(&query), want.last().copied());
             }
             Op::Iterate => {
                 // The lending way, too, checking the size hint at each step:

@@ -29,7 +29,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::frozen::save_built;
-use crate::keys::before_end;
+use crate::keys::{before_end, common_prefix};
 use crate::{FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
 
 /// One frozen layer and the range of keys it answers for.
@@ -193,6 +193,49 @@ impl<V: FrozenValue> Base<V> {
     #[inline]
     pub(crate) fn get(&self, key: &[u8]) -> Option<V> {
         self.parts[self.part_of(key)].layer.get(key)
+    }
+
+    /// Hands `found` the length and value of each key in the base that is
+    /// a prefix of `key`, shortest first.
+    ///
+    /// A prefix sorts before the key, so it may lie in an earlier part than
+    /// the key: the walk visits, in order, the parts that answer for some
+    /// prefix of `key`, and keeps from each layer only the keys its part
+    /// answers for (a part's layer may hold more).
+    pub(crate) fn prefixes_of(&self, key: &[u8], mut found: impl FnMut(usize, V)) {
+        let mut part = 0;
+        loop {
+            let Part {
+                lower,
+                upper,
+                layer,
+                ..
+            } = &self.parts[part];
+            let mut covering = layer.prefixes_of(key);
+            while let Some((prefix, value)) = covering.next_encoded() {
+                let ours = **lower <= *prefix && upper.as_ref().is_none_or(|u| *prefix < **u);
+                if ours {
+                    found(prefix.len(), V::decode(value));
+                }
+            }
+            // The shortest prefix at or after this part's end starts the
+            // next part to visit: `upper` itself, if it is a prefix of `key`,
+            // or else one byte past the bytes the two share (no prefix of
+            // `key` is at or after `upper` if `key` is not).
+            let Some(upper) = upper.as_deref() else {
+                return;
+            };
+            if key < upper {
+                return;
+            }
+            let shared = common_prefix(key, upper);
+            let len = if shared == upper.len() {
+                shared
+            } else {
+                shared + 1
+            };
+            part = self.part_of(&key[..len]);
+        }
     }
 
     /// [`get`](Self::get) with [`FrozenLayer::get_beside`].
@@ -407,6 +450,49 @@ mod tests {
         let mut last = Part::whole(layer(&["g", "z"]));
         last.lower = b"g".as_slice().into();
         Base::from_parts(vec![first, middle, last])
+    }
+
+    /// The keys that are prefixes of a key come from the parts that answer
+    /// for them, each once: a layer's keys beyond its part's range are not
+    /// among them.
+    #[test]
+    fn prefixes_come_from_the_parts_that_answer_for_them() {
+        let part = |keys: &[&str], value: u8, lower: &str, upper: Option<&str>| Part {
+            lower: lower.as_bytes().into(),
+            upper: upper.map(|u| u.as_bytes().into()),
+            layer: Arc::new(
+                FrozenLayer::from_sorted_iter(keys.iter().map(|k| (*k, value))).unwrap(),
+            ),
+            keys: keys
+                .iter()
+                .filter(|k| **k >= lower && upper.is_none_or(|u| **k < u))
+                .count(),
+        };
+        // The middle layer holds keys below and above its part's range, and
+        // the range ends at a key that is a prefix of others.
+        let base = Base::from_parts(vec![
+            part(&["", "c"], 1, "", Some("d")),
+            part(&["", "a", "d", "de", "def"], 2, "d", Some("de")),
+            part(&["de", "def", "g"], 3, "de", None),
+        ]);
+        let prefixes = |key: &str| {
+            let mut found = Vec::new();
+            base.prefixes_of(key.as_bytes(), |len, value| {
+                found.push((key[..len].to_string(), value))
+            });
+            found
+        };
+        let owned = |entries: &[(&str, u8)]| -> Vec<(String, u8)> {
+            entries.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+        };
+        assert_eq!(
+            prefixes("defg"),
+            owned(&[("", 1), ("d", 2), ("de", 3), ("def", 3)])
+        );
+        assert_eq!(prefixes("dz"), owned(&[("", 1), ("d", 2)]));
+        assert_eq!(prefixes("gh"), owned(&[("", 1), ("g", 3)]));
+        assert_eq!(prefixes("abc"), owned(&[("", 1)]));
+        assert_eq!(prefixes("cd"), owned(&[("", 1), ("c", 1)]));
     }
 
     #[test]

@@ -803,3 +803,43 @@ fn step<V: FrozenValue + Clone>(
         }
     }
 }
+
+/// The entries of a [`HybridMap`](super::HybridMap) whose keys are
+/// prefixes of a given key, shortest first: a snapshot; see
+/// [`prefixes_of`](super::HybridMap::prefixes_of). Each key is a slice of
+/// the key asked about.
+#[derive(Clone, Debug)]
+pub struct PrefixesOf<'k, V> {
+    entries: std::vec::IntoIter<(&'k [u8], V)>,
+}
+
+impl<'k, V> PrefixesOf<'k, V> {
+    pub(crate) fn new(entries: Vec<(&'k [u8], V)>) -> Self {
+        PrefixesOf {
+            entries: entries.into_iter(),
+        }
+    }
+}
+
+impl<'k, V> Iterator for PrefixesOf<'k, V> {
+    type Item = (&'k [u8], V);
+
+    #[inline]
+    fn next(&mut self) -> Option<(&'k [u8], V)> {
+        self.entries.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
+}
+
+impl<V> DoubleEndedIterator for PrefixesOf<'_, V> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.entries.next_back()
+    }
+}
+
+impl<V> ExactSizeIterator for PrefixesOf<'_, V> {}
+impl<V> FusedIterator for PrefixesOf<'_, V> {}

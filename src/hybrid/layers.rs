@@ -235,6 +235,25 @@ impl<V> Delta<V> {
         self.tombstones.contains_key(key).then_some(None)
     }
 
+    /// What this layer says about each prefix of `key`: `say(len, slot)`
+    /// for each key `key[..len]` it holds, `slot` as in
+    /// [`lookup`](Self::lookup). A length may come more than once, in the
+    /// order `lookup` consults the trees: the first word counts.
+    pub(crate) fn prefixes_of(&self, key: &[u8], mut say: impl FnMut(usize, Option<&V>)) {
+        if self.is_empty() {
+            return;
+        }
+        for (prefix, value) in self.values.prefixes_of(key) {
+            say(prefix.len(), Some(value));
+        }
+        for (prefix, slot) in self.pending.prefixes_of(key) {
+            say(prefix.len(), slot.as_ref());
+        }
+        for (prefix, ()) in self.tombstones.prefixes_of(key) {
+            say(prefix.len(), None);
+        }
+    }
+
     /// Asks the CPU to load the filter block that a lookup of a key with
     /// this hash reads first.
     #[inline]
@@ -604,6 +623,19 @@ impl<V: FrozenValue> Layers<V> {
             }
         }
         self.base.get(key)
+    }
+
+    /// What these layers say about each prefix of `key`, newest first, as
+    /// [`Delta::prefixes_of`] does: the first word on a length counts.
+    pub(crate) fn prefixes_of(&self, key: &[u8], mut say: impl FnMut(usize, Option<V>))
+    where
+        V: Clone,
+    {
+        for delta in &self.deltas {
+            delta.prefixes_of(key, |len, slot| say(len, slot.cloned()));
+        }
+        self.base
+            .prefixes_of(key, |len, value| say(len, Some(value)));
     }
 
     /// [`get`](Self::get), calling `beside` between the base lookup's steps

@@ -301,7 +301,7 @@ mod merge;
 mod policy;
 mod worker;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::mem;
 use std::ops::{Bound, ControlFlow, RangeBounds};
@@ -318,7 +318,7 @@ use self::base::{Base, Part};
 pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
 use self::filter::key_hash;
 use self::iter::Batch;
-pub use self::iter::{Iter, Keys, Values};
+pub use self::iter::{Iter, Keys, PrefixesOf, Values};
 use self::layers::{Delta, Edge, Layers};
 use self::merge::Outcome;
 pub use self::policy::HybridConfig;
@@ -1551,6 +1551,64 @@ where
             None => Bound::Unbounded,
         };
         self.iter_bounds(Bound::Included(prefix.to_vec()), end)
+    }
+
+    /// The entries whose keys are prefixes of `key` (`key` itself
+    /// included), shortest first: the inverse of [`prefix`](Self::prefix),
+    /// as a router or a rule table asks it. A snapshot, taken as
+    /// [`get`](Self::get) takes one: the fresh delta under its read lock,
+    /// then the layers below, where a newer layer's entry or tombstone
+    /// decides each prefix.
+    ///
+    /// Each layer is walked along `key` once (the base in each part that
+    /// answers for one of its prefixes, usually one). The keys yielded are
+    /// slices of `key`, which is therefore borrowed, not taken by value.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u8> = [("usr/", 1), ("usr/bin/", 2)].into_iter().collect();
+    /// map.freeze()?;
+    /// map.insert("usr/bin/ls", 3);
+    /// map.remove("usr/");
+    /// let covering: Vec<_> = map.prefixes_of("usr/bin/ls").collect();
+    /// assert_eq!(covering, [(&b"usr/bin/"[..], 2), (&b"usr/bin/ls"[..], 3)]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn prefixes_of<'k, K: AsRef<[u8]> + ?Sized>(&self, key: &'k K) -> PrefixesOf<'k, V> {
+        let key = key.as_ref();
+        // Newest first: the first word on a length decides it.
+        let mut decided: BTreeMap<usize, Option<V>> = BTreeMap::new();
+        let fresh = self.inner.read_fresh();
+        fresh.prefixes_of(key, |len, slot| {
+            decided.entry(len).or_insert_with(|| slot.cloned());
+        });
+        // Loaded before the lock is released: see `Inner::layers`.
+        let layers = self.inner.layers.load();
+        drop(fresh);
+        layers.prefixes_of(key, |len, slot| {
+            decided.entry(len).or_insert(slot);
+        });
+        let live = decided.into_iter();
+        PrefixesOf::new(
+            live.filter_map(|(len, slot)| Some((&key[..len], slot?)))
+                .collect(),
+        )
+    }
+
+    /// The entry whose key is the longest prefix of `key` (`key` itself, if
+    /// present): the most specific match. The key returned is a slice of
+    /// `key`.
+    ///
+    /// ```
+    /// let map: memkv::HybridMap<u8> = [("", 0), ("a", 1), ("abc", 3)].into_iter().collect();
+    /// assert_eq!(map.longest_prefix_of("abcd"), Some((&b"abc"[..], 3)));
+    /// map.remove("abc");
+    /// assert_eq!(map.longest_prefix_of("abcd"), Some((&b"a"[..], 1)));
+    /// ```
+    pub fn longest_prefix_of<'k, K: AsRef<[u8]> + ?Sized>(
+        &self,
+        key: &'k K,
+    ) -> Option<(&'k [u8], V)> {
+        self.prefixes_of(key).next_back()
     }
 
     fn iter_bounds(&self, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Iter<V> {
