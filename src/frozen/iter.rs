@@ -228,11 +228,12 @@ pub struct PrefixesOf<'a, 'k, V: FrozenValue> {
 }
 
 impl<'a, 'k, V: FrozenValue> PrefixesOf<'a, 'k, V> {
-    pub(crate) fn new(layer: &'a FrozenLayer<V>, key: &'k [u8], root: u64) -> Self {
+    /// The walk along `key` from `start` (the root, for all its prefixes).
+    pub(crate) fn new(layer: &'a FrozenLayer<V>, key: &'k [u8], start: lookup::State) -> Self {
         PrefixesOf {
             layer,
             key,
-            at: Some((root, 0, 0)),
+            at: Some(start),
         }
     }
 

@@ -99,21 +99,22 @@ pub(super) fn prefix_step(
     (addr, depth, output): State,
 ) -> (Option<(usize, u64)>, Option<State>) {
     let codes = common_codes();
-    // Most nodes have one transition and are not final: no header to decode.
-    let found = match single_transition(data, addr, codes) {
-        Some(_) => None,
-        None => {
-            let node = NodeView::branching(data, addr);
-            node.is_final.then_some((depth, output + node.final_output))
-        }
-    };
-    if depth == key.len() {
-        return (found, None);
+    if single_transition(data, addr, codes).is_some() {
+        // Not final, and neither is any node a chain run passes (they are
+        // all one-transition nodes): the run may take several at once.
+        let next = match step(data, codes, key, addr, depth, output) {
+            Step::Down(next, matched, gathered) => Some((next, matched, gathered)),
+            Step::Done(_) => None,
+        };
+        return (None, next);
     }
-    match step_one(data, codes, key, addr, depth, output) {
-        Step::Down(next, matched, gathered) => (found, Some((next, matched, gathered))),
-        Step::Done(_) => (found, None),
-    }
+    let node = NodeView::branching(data, addr);
+    let found = node.is_final.then_some((depth, output + node.final_output));
+    let next = key.get(depth).and_then(|&byte| {
+        let t = node.transition(data, node.find(data, byte)?);
+        Some((t.addr, depth + 1, output + t.output))
+    });
+    (found, next)
 }
 
 /// How many of the key's next bytes (up to eight, from `depth`) the chain

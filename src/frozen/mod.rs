@@ -587,7 +587,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// # Ok::<(), memkv::Error>(())
     /// ```
     pub fn prefixes_of<'k, K: AsRef<[u8]> + ?Sized>(&self, key: &'k K) -> PrefixesOf<'_, 'k, V> {
-        PrefixesOf::new(self, key.as_ref(), self.fst.root().addr() as u64)
+        PrefixesOf::new(self, key.as_ref(), self.root_state())
     }
 
     /// The entry whose key is the longest prefix of `key` (`key` itself, if
@@ -605,13 +605,32 @@ impl<V: FrozenValue> FrozenLayer<V> {
         &self,
         key: &'k K,
     ) -> Option<(&'k [u8], V)> {
+        let key = key.as_ref();
+        // The longest match is usually below where the jump table leads,
+        // and then the walk from the root to there is not needed; only if
+        // none lies below is it walked too.
+        let start = self.walk_start(key);
+        let longest = match self.last_prefix_from(key, start) {
+            None if start.1 > 0 => self.last_prefix_from(key, self.root_state()),
+            found => found,
+        };
         // Only the last value is decoded.
-        let mut covering = self.prefixes_of(key);
+        longest.map(|(key, value)| (key, V::decode(value)))
+    }
+
+    /// The longest key that is a prefix of `key` met by the walk along it
+    /// from `start`, with its stored value.
+    fn last_prefix_from<'k>(
+        &self,
+        key: &'k [u8],
+        start: lookup::State,
+    ) -> Option<(&'k [u8], Encoded<'_, V>)> {
+        let mut covering = PrefixesOf::new(self, key, start);
         let mut longest = None;
         while let Some(entry) = covering.next_encoded() {
             longest = Some(entry);
         }
-        longest.map(|(key, value)| (key, V::decode(value)))
+        longest
     }
 
     /// The value of `key`, decoded from the column.
@@ -1031,8 +1050,13 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// first bytes lead, or the root.
     #[inline]
     fn walk_start(&self, key: &[u8]) -> lookup::State {
-        (self.jump.start(self.as_bytes(), key))
-            .unwrap_or_else(|| (self.fst.root().addr() as u64, 0, 0))
+        (self.jump.start(self.as_bytes(), key)).unwrap_or_else(|| self.root_state())
+    }
+
+    /// A walk at the root, nothing matched yet.
+    #[inline]
+    fn root_state(&self) -> lookup::State {
+        (self.fst.root().addr() as u64, 0, 0)
     }
 }
 
