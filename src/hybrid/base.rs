@@ -213,7 +213,9 @@ impl<V: FrozenValue> Base<V> {
             } = &self.parts[part];
             let mut covering = layer.prefixes_of(key);
             while let Some((prefix, value)) = covering.next_encoded() {
-                let ours = **lower <= *prefix && upper.as_ref().is_none_or(|u| *prefix < **u);
+                // Not compared with an empty `lower`: see `part_of`.
+                let ours = (lower.is_empty() || **lower <= *prefix)
+                    && upper.as_ref().is_none_or(|u| *prefix < **u);
                 if ours {
                     found(prefix.len(), V::decode(value));
                 }

@@ -301,7 +301,7 @@ mod merge;
 mod policy;
 mod worker;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::mem;
 use std::ops::{Bound, ControlFlow, RangeBounds};
@@ -1575,19 +1575,19 @@ where
     /// ```
     pub fn prefixes_of<'k, K: AsRef<[u8]> + ?Sized>(&self, key: &'k K) -> PrefixesOf<'k, V> {
         let key = key.as_ref();
-        // Newest first: the first word on a length decides it.
-        let mut decided: BTreeMap<usize, Option<V>> = BTreeMap::new();
+        // Every layer's word on each length, newest layer first.
+        let mut said: Vec<(usize, Option<V>)> = Vec::new();
         let fresh = self.inner.read_fresh();
-        fresh.prefixes_of(key, |len, slot| {
-            decided.entry(len).or_insert_with(|| slot.cloned());
-        });
+        fresh.prefixes_of(key, |len, slot| said.push((len, slot.cloned())));
         // Loaded before the lock is released: see `Inner::layers`.
         let layers = self.inner.layers.load();
         drop(fresh);
-        layers.prefixes_of(key, |len, slot| {
-            decided.entry(len).or_insert(slot);
-        });
-        let live = decided.into_iter();
+        layers.prefixes_of(key, |len, slot| said.push((len, slot)));
+        // The first word on a length decides it: a stable sort keeps the
+        // newest first among equal lengths, and `dedup` keeps the first.
+        said.sort_by_key(|&(len, _)| len);
+        said.dedup_by_key(|&mut (len, _)| len);
+        let live = said.into_iter();
         PrefixesOf::new(
             live.filter_map(|(len, slot)| Some((&key[..len], slot?)))
                 .collect(),
