@@ -126,6 +126,9 @@ pub mod frozen;
 pub mod hybrid;
 pub mod memtable;
 
+#[cfg(doctest)]
+mod compile_fail;
+
 pub use crate::art::FastArt;
 pub use crate::error::{Error, Result};
 pub use crate::frozen::{FrozenLayer, FrozenLayerBuilder, FrozenValue};

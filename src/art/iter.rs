@@ -28,7 +28,7 @@ unsafe fn exclusive<'a, V>(v: *mut V) -> &'a mut V {
 
 /// The entries of a [`FastArt`](super::FastArt) in key order; see
 /// [`FastArt::iter`](super::FastArt::iter).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Iter<'a, V> {
     /// A `Range` over the whole map, plus the exact count it lacks.
     all: Range<'a, V>,
@@ -102,7 +102,7 @@ impl<V> FusedIterator for Iter<'_, V> {}
 /// The entries of a key range or prefix; see
 /// [`FastArt::range`](super::FastArt::range) and
 /// [`FastArt::prefix`](super::FastArt::prefix).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Range<'a, V> {
     art: &'a RawArt<V>,
     raw: RawIter,
@@ -178,7 +178,7 @@ impl<V> FusedIterator for Range<'_, V> {}
 /// Each key is a slice of the key asked about, so nothing is assembled or
 /// allocated: the walk follows that key's path down the tree once, and the
 /// entries it yields are the ones met on the way.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct PrefixesOf<'a, 'k, V> {
     art: &'a RawArt<V>,
     key: &'k [u8],
@@ -392,7 +392,7 @@ impl<V> FusedIterator for RangeMut<'_, V> {}
 unsafe impl<V: Send> Send for RangeMut<'_, V> {}
 
 /// The keys in order; see [`FastArt::keys`](super::FastArt::keys).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Keys<'a, V> {
     inner: Iter<'a, V>,
 }
@@ -455,7 +455,7 @@ impl<V> FusedIterator for Keys<'_, V> {}
 
 /// The values in key order; see [`FastArt::values`](super::FastArt::values).
 /// Allocates nothing per entry.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Values<'a, V> {
     inner: Iter<'a, V>,
 }
@@ -723,6 +723,48 @@ impl<V> Drop for IntoIter<V> {
         while let Some(leaf) = guard.0.raw.next(&guard.0.art) {
             // SAFETY: as above.
             drop(unsafe { guard.0.art.take_value(leaf) });
+        }
+    }
+}
+
+// By hand, not derived: a derive would ask `V: Clone`, and these iterators
+// only borrow values (as std's `btree_map::Iter` is `Clone` for any `V`).
+impl<V> Clone for Iter<'_, V> {
+    fn clone(&self) -> Self {
+        Iter {
+            all: self.all.clone(),
+            remaining: self.remaining,
+        }
+    }
+}
+
+impl<V> Clone for Range<'_, V> {
+    fn clone(&self) -> Self {
+        Range {
+            art: self.art,
+            raw: self.raw.clone(),
+        }
+    }
+}
+
+impl<V> Clone for PrefixesOf<'_, '_, V> {
+    fn clone(&self) -> Self {
+        PrefixesOf { ..*self }
+    }
+}
+
+impl<V> Clone for Keys<'_, V> {
+    fn clone(&self) -> Self {
+        Keys {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<V> Clone for Values<'_, V> {
+    fn clone(&self) -> Self {
+        Values {
+            inner: self.inner.clone(),
         }
     }
 }

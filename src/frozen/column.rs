@@ -101,9 +101,10 @@ pub trait ValueColumn: sealed::Sealed {
     /// [`BytesColumn`].
     type Encoded<'a>;
 
-    /// Accumulates a column while a layer is built.
+    /// Accumulates a column while a layer is built. `Send + Sync` so that a
+    /// `FrozenLayerBuilder<V>` of any value type can move between threads.
     #[doc(hidden)]
-    type Builder: fmt::Debug + Default;
+    type Builder: fmt::Debug + Default + Send + Sync;
 
     /// The parameters of a stored column (not its bytes, which stay in the
     /// layer's storage). `Send + Sync` so that a `FrozenLayer<V>` of any
