@@ -605,32 +605,36 @@ impl<V: FrozenValue> FrozenLayer<V> {
         &self,
         key: &'k K,
     ) -> Option<(&'k [u8], V)> {
-        let key = key.as_ref();
-        // The longest match is usually below where the jump table leads,
-        // and then the walk from the root to there is not needed; only if
-        // none lies below is it walked too.
-        let start = self.walk_start(key);
-        let longest = match self.last_prefix_from(key, start) {
-            None if start.1 > 0 => self.last_prefix_from(key, self.root_state()),
-            found => found,
-        };
+        let longest = self.longest_prefix_where(key.as_ref(), |_| true);
         // Only the last value is decoded.
         longest.map(|(key, value)| (key, V::decode(value)))
     }
 
-    /// The longest key that is a prefix of `key` met by the walk along it
-    /// from `start`, with its stored value.
-    fn last_prefix_from<'k>(
+    /// The longest key that is a prefix of `key` and that `wanted` accepts,
+    /// with its stored value.
+    pub(crate) fn longest_prefix_where<'k>(
         &self,
         key: &'k [u8],
-        start: lookup::State,
+        mut wanted: impl FnMut(&[u8]) -> bool,
     ) -> Option<(&'k [u8], Encoded<'_, V>)> {
-        let mut covering = PrefixesOf::new(self, key, start);
-        let mut longest = None;
-        while let Some(entry) = covering.next_encoded() {
-            longest = Some(entry);
+        // The longest match is usually below where the jump table leads,
+        // and then the walk from the root to there is not needed; only if
+        // none lies below is it walked too.
+        let start = self.walk_start(key);
+        let mut last_from = |start| {
+            let mut covering = PrefixesOf::new(self, key, start);
+            let mut longest = None;
+            while let Some(entry) = covering.next_encoded() {
+                if wanted(entry.0) {
+                    longest = Some(entry);
+                }
+            }
+            longest
+        };
+        match last_from(start) {
+            None if start.1 > 0 => last_from(self.root_state()),
+            found => found,
         }
-        longest
     }
 
     /// The value of `key`, decoded from the column.

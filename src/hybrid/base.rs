@@ -240,6 +240,54 @@ impl<V: FrozenValue> Base<V> {
         }
     }
 
+    /// The length and value of the longest key in the base that is a
+    /// prefix of `key` and whose length `wanted` accepts.
+    ///
+    /// Longer prefixes sort later, so the walk visits the parts from the
+    /// one that answers for `key` back toward the first, and stops in the
+    /// first part that holds an accepted prefix in its range; in each it
+    /// starts where the layer's jump table leads (see
+    /// [`FrozenLayer::longest_prefix_where`]).
+    pub(crate) fn longest_prefix_where(
+        &self,
+        key: &[u8],
+        mut wanted: impl FnMut(usize) -> bool,
+    ) -> Option<(usize, V)> {
+        let mut part = self.part_of(key);
+        loop {
+            let Part {
+                lower,
+                upper,
+                layer,
+                ..
+            } = &self.parts[part];
+            let found = layer.longest_prefix_where(key, |prefix| {
+                // Not compared with an empty `lower`: see `part_of`.
+                (lower.is_empty() || **lower <= *prefix)
+                    && upper.as_ref().is_none_or(|u| *prefix < **u)
+                    && wanted(prefix.len())
+            });
+            if let Some((prefix, value)) = found {
+                return Some((prefix.len(), V::decode(value)));
+            }
+            if lower.is_empty() {
+                return None;
+            }
+            // The longest prefix before `lower` ends the next part to
+            // visit: `lower` less its last byte, if `lower` is a prefix of
+            // `key`, or else the bytes the two share (the prefixes of
+            // `key` in this part are all at or after `lower`, so `key` is
+            // after it and, past the bytes they share, greater).
+            let shared = common_prefix(key, lower);
+            let len = if shared == lower.len() {
+                shared - 1
+            } else {
+                shared
+            };
+            part = self.part_of(&key[..len]);
+        }
+    }
+
     /// [`get`](Self::get) with [`FrozenLayer::get_beside`].
     pub(crate) fn get_beside(&self, key: &[u8], beside: &mut dyn FnMut() -> bool) -> Option<V> {
         self.parts[self.part_of(key)].layer.get_beside(key, beside)
@@ -495,6 +543,21 @@ mod tests {
         assert_eq!(prefixes("gh"), owned(&[("", 1), ("g", 3)]));
         assert_eq!(prefixes("abc"), owned(&[("", 1)]));
         assert_eq!(prefixes("cd"), owned(&[("", 1), ("c", 1)]));
+        // The longest, from the key's part back, skipping the lengths not
+        // wanted.
+        let longest = |key: &str, unwanted: &[usize]| {
+            base.longest_prefix_where(key.as_bytes(), |len| !unwanted.contains(&len))
+                .map(|(len, value)| (key[..len].to_string(), value))
+        };
+        let one = |key: &str, value: u8| Some((key.to_string(), value));
+        assert_eq!(longest("defg", &[]), one("def", 3));
+        assert_eq!(longest("defg", &[3]), one("de", 3));
+        assert_eq!(longest("defg", &[2, 3]), one("d", 2));
+        assert_eq!(longest("defg", &[1, 2, 3]), one("", 1));
+        assert_eq!(longest("defg", &[0, 1, 2, 3]), None);
+        assert_eq!(longest("gh", &[1]), one("", 1));
+        assert_eq!(longest("dz", &[]), one("d", 2));
+        assert_eq!(longest("cd", &[1]), one("", 1));
     }
 
     #[test]

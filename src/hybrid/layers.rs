@@ -625,17 +625,13 @@ impl<V: FrozenValue> Layers<V> {
         self.base.get(key)
     }
 
-    /// What these layers say about each prefix of `key`, newest first, as
-    /// [`Delta::prefixes_of`] does: the first word on a length counts.
-    pub(crate) fn prefixes_of(&self, key: &[u8], mut say: impl FnMut(usize, Option<V>))
-    where
-        V: Clone,
-    {
+    /// What the sealed deltas say about each prefix of `key`, newest
+    /// first, as [`Delta::prefixes_of`] does: the first word on a length
+    /// counts.
+    pub(crate) fn deltas_prefixes_of(&self, key: &[u8], mut say: impl FnMut(usize, Option<&V>)) {
         for delta in &self.deltas {
-            delta.prefixes_of(key, |len, slot| say(len, slot.cloned()));
+            delta.prefixes_of(key, &mut say);
         }
-        self.base
-            .prefixes_of(key, |len, value| say(len, Some(value)));
     }
 
     /// [`get`](Self::get), calling `beside` between the base lookup's steps

@@ -326,6 +326,10 @@ use self::worker::Mailbox;
 use crate::keys::{as_slice, owned_bound, prefix_successor};
 use crate::{FastArt, FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
 
+/// What layers say about the prefixes of a key: for each prefix's length,
+/// its value, or `None` for a tombstone.
+type PrefixWords<V> = Vec<(usize, Option<V>)>;
+
 /// A mutable ordered map from byte strings to values that keeps almost all
 /// keys in a compressed [`FrozenLayer`] and recent changes in a small
 /// [`FastArt`]; see the [module documentation](self) for the design.
@@ -1575,16 +1579,11 @@ where
     /// ```
     pub fn prefixes_of<'k, K: AsRef<[u8]> + ?Sized>(&self, key: &'k K) -> PrefixesOf<'k, V> {
         let key = key.as_ref();
-        // Every layer's word on each length, newest layer first.
-        let mut said: Vec<(usize, Option<V>)> = Vec::new();
-        let fresh = self.inner.read_fresh();
-        fresh.prefixes_of(key, |len, slot| said.push((len, slot.cloned())));
-        // Loaded before the lock is released: see `Inner::layers`.
-        let layers = self.inner.layers.load();
-        drop(fresh);
-        layers.prefixes_of(key, |len, slot| said.push((len, slot)));
-        // The first word on a length decides it: a stable sort keeps the
-        // newest first among equal lengths, and `dedup` keeps the first.
+        let (mut said, layers) = self.deltas_on_prefixes_of(key);
+        layers
+            .base
+            .prefixes_of(key, |len, value| said.push((len, Some(value))));
+        // The deltas' words come first among equal lengths (a stable sort).
         said.sort_by_key(|&(len, _)| len);
         said.dedup_by_key(|&mut (len, _)| len);
         let live = said.into_iter();
@@ -1592,6 +1591,27 @@ where
             live.filter_map(|(len, slot)| Some((&key[..len], slot?)))
                 .collect(),
         )
+    }
+
+    /// What the deltas say about each prefix of `key` (a value, or `None`
+    /// for a tombstone), in order of length, the newest delta's word on
+    /// each; and the layers under the fresh delta, of the same snapshot.
+    fn deltas_on_prefixes_of(
+        &self,
+        key: &[u8],
+    ) -> (PrefixWords<V>, arc_swap::Guard<Arc<Layers<V>>>) {
+        let mut said = PrefixWords::new();
+        let fresh = self.inner.read_fresh();
+        fresh.prefixes_of(key, |len, slot| said.push((len, slot.cloned())));
+        // Loaded before the lock is released: see `Inner::layers`.
+        let layers = self.inner.layers.load();
+        drop(fresh);
+        layers.deltas_prefixes_of(key, |len, slot| said.push((len, slot.cloned())));
+        // The first word on a length decides it: a stable sort keeps the
+        // newest first among equal lengths, and `dedup` keeps the first.
+        said.sort_by_key(|&(len, _)| len);
+        said.dedup_by_key(|&mut (len, _)| len);
+        (said, layers)
     }
 
     /// The entry whose key is the longest prefix of `key` (`key` itself, if
@@ -1608,7 +1628,20 @@ where
         &self,
         key: &'k K,
     ) -> Option<(&'k [u8], V)> {
-        self.prefixes_of(key).next_back()
+        let key = key.as_ref();
+        let (said, layers) = self.deltas_on_prefixes_of(key);
+        // The longest the deltas hold, and the longest the base holds that
+        // no delta has a word on; the longer of the two.
+        let in_deltas = (said.iter().rev()).find_map(|(len, slot)| Some((*len, slot.as_ref()?)));
+        let undecided = |len: usize| said.binary_search_by_key(&len, |&(len, _)| len).is_err();
+        let in_base = layers.base.longest_prefix_where(key, undecided);
+        let longest = match (in_deltas, in_base) {
+            (Some((len, value)), base) if base.as_ref().is_none_or(|&(l, _)| l < len) => {
+                (len, value.clone())
+            }
+            (_, base) => base?,
+        };
+        Some((&key[..longest.0], longest.1))
     }
 
     fn iter_bounds(&self, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Iter<V> {
