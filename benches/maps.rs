@@ -1,6 +1,6 @@
-//! Get, insert and iterate on the first 20,000 keys of the committed Debian
-//! paths sample, for memkv's structures and the two std-like baselines, so a
-//! change's effect on speed shows before it lands. The `HybridMap` reads go
+//! Get, insert, iterate and longest-prefix matching on the first 20,000 keys
+//! of the committed Debian paths sample, for memkv's structures and the two
+//! std-like baselines, so a change's effect on speed shows before it lands. The `HybridMap` reads go
 //! through a delta: every 16th key updated after a merge ([`hybrid`]).
 //!
 //! ```text
@@ -12,6 +12,7 @@
 //! `cargo run --release -p memkv-bench`.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
@@ -175,6 +176,121 @@ fn get(c: &mut Criterion) {
     g.finish();
 }
 
+/// The directory of a path, with its slash: the longest prefix of the path
+/// in the rule table that [`longest_prefix`] builds.
+fn directory(path: &[u8]) -> &[u8] {
+    &path[..path.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1)]
+}
+
+/// The longest key in `map` that is a prefix of `key`, by `BTreeMap`'s own
+/// means: the greatest key at or before `key` either is a prefix of it, or
+/// shares some first bytes with it, beyond which no prefix of `key` can be
+/// stored; look again at or before those.
+fn btree_longest_prefix<'k>(
+    map: &BTreeMap<Box<[u8]>, u64>,
+    key: &'k [u8],
+) -> Option<(&'k [u8], u64)> {
+    let mut query = key;
+    loop {
+        let bounds = (Bound::Unbounded, Bound::Included(query));
+        let (stored, &value) = map.range::<[u8], _>(bounds).next_back()?;
+        if query.starts_with(stored) {
+            return Some((&key[..stored.len()], value));
+        }
+        let shared = stored.iter().zip(query).take_while(|(a, b)| a == b).count();
+        query = &query[..shared];
+    }
+}
+
+/// Longest-prefix matching, as a rule table asks it: a table of the
+/// directories of the first `KEYS` sample paths (every directory on their
+/// paths, `usr/`, `usr/share/`, …), and each path looked up for the most
+/// specific directory that holds it. A hash map can only try each length
+/// in turn, longest first.
+fn longest_prefix(c: &mut Criterion) {
+    let (entries, _) = data();
+    let mut dirs: Vec<&[u8]> = Vec::new();
+    for &(path, _) in &entries {
+        for (i, &b) in path.iter().enumerate() {
+            if b == b'/' {
+                dirs.push(&path[..=i]);
+            }
+        }
+    }
+    dirs.sort_unstable();
+    dirs.dedup();
+    let table: Vec<(&[u8], u64)> = dirs.iter().copied().zip(1..).collect();
+    let fastart: FastArt<u64> = table.iter().copied().collect();
+    let btree: BTreeMap<Box<[u8]>, u64> = table.iter().map(|&(k, v)| (k.into(), v)).collect();
+    let hash: hashbrown::HashMap<Box<[u8]>, u64> =
+        table.iter().map(|&(k, v)| (k.into(), v)).collect();
+    let frozen = FrozenLayer::from_sorted_iter(table.iter().copied()).unwrap();
+    let hybrid: HybridMap<u64> = table.iter().copied().collect();
+    hybrid.freeze().unwrap();
+    let hash_longest = |key: &[u8]| {
+        (0..=key.len())
+            .rev()
+            .find_map(|len| hash.get(&key[..len]).copied())
+    };
+    // Checked once here, so that the timed loops measure right answers.
+    let want = |path: &[u8]| btree.get(directory(path)).copied();
+    for &(path, _) in &entries {
+        let expected = want(path);
+        assert_eq!(
+            fastart.longest_prefix_of(path).map(|(k, v)| (k, *v)),
+            expected.map(|v| (directory(path), v))
+        );
+        assert_eq!(frozen.longest_prefix_of(path).map(|(_, v)| v), expected);
+        assert_eq!(hybrid.longest_prefix_of(path).map(|(_, v)| v), expected);
+        assert_eq!(btree_longest_prefix(&btree, path).map(|(_, v)| v), expected);
+        assert_eq!(hash_longest(path), expected);
+    }
+
+    let mut g = group(c, "longest_prefix");
+    // Each closure sums the values found so that no lookup can be skipped.
+    g.bench_function("fastart", |b| {
+        b.iter(|| {
+            entries
+                .iter()
+                .filter_map(|&(k, _)| fastart.longest_prefix_of(k).map(|(_, v)| *v))
+                .sum::<u64>()
+        })
+    });
+    g.bench_function("btreemap", |b| {
+        b.iter(|| {
+            entries
+                .iter()
+                .filter_map(|&(k, _)| btree_longest_prefix(&btree, k).map(|(_, v)| v))
+                .sum::<u64>()
+        })
+    });
+    g.bench_function("hashbrown", |b| {
+        b.iter(|| {
+            entries
+                .iter()
+                .filter_map(|&(k, _)| hash_longest(k))
+                .sum::<u64>()
+        })
+    });
+    g.bench_function("frozen", |b| {
+        b.iter(|| {
+            entries
+                .iter()
+                .filter_map(|&(k, _)| frozen.longest_prefix_of(k).map(|(_, v)| v))
+                .sum::<u64>()
+        })
+    });
+    g.bench_function("hybrid", |b| {
+        b.iter(|| {
+            entries
+                .iter()
+                .filter_map(|&(k, _)| hybrid.longest_prefix_of(k).map(|(_, v)| v))
+                .sum::<u64>()
+        })
+    });
+    g.finish();
+}
+
 /// Mixes an entry into a checksum.
 fn fold(acc: u64, key: &[u8], value: u64) -> u64 {
     acc.wrapping_mul(31) ^ value ^ u64::from(key.last().copied().unwrap_or(0))
@@ -225,5 +341,5 @@ fn iterate(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, insert, get, iterate);
+criterion_group!(benches, insert, get, iterate, longest_prefix);
 criterion_main!(benches);

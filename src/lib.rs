@@ -38,6 +38,10 @@
 //! }
 //! assert_eq!(total, 3);
 //! assert_eq!(map.range("etc/".."usr/").count(), 1);
+//!
+//! // The stored keys that are prefixes of a key: longest-prefix matching.
+//! let found = map.longest_prefix_of("usr/bin/cp.bak");
+//! assert_eq!(found, Some((&b"usr/bin/cp"[..], &2)));
 //! ```
 //!
 //! # FrozenLayer
