@@ -206,7 +206,8 @@ fn probes() -> Vec<Vec<u8>> {
 
 /// Every kind of query on a layer that passed `verify_structure`, with
 /// the checks that its answers agree: iteration yields `len` keys in
-/// increasing order, and each key's rank, value and ordinal agree.
+/// increasing order, each key's rank, value and ordinal agree, and the
+/// keys found to be prefixes of a probe are the iterated keys that are.
 fn query_everything(layer: &FrozenLayer<u64>, probes: &[Vec<u8>]) {
     let entries: Vec<(Vec<u8>, u64)> = layer.iter().collect();
     assert_eq!(entries.len(), layer.len());
@@ -235,6 +236,22 @@ fn query_everything(layer: &FrozenLayer<u64>, probes: &[Vec<u8>]) {
         assert_eq!(got, found.ok().map(|i| entries[i].1));
         assert_eq!(layer.get(probe), got);
         assert_eq!(layer.contains_key(probe), got.is_some());
+        // The keys that are prefixes of the probe, from its walk.
+        let covering: Vec<(Vec<u8>, u64)> = layer
+            .prefixes_of(probe)
+            .map(|(key, value)| (key.to_vec(), value))
+            .collect();
+        let want: Vec<(Vec<u8>, u64)> = entries
+            .iter()
+            .filter(|(key, _)| probe.starts_with(key))
+            .cloned()
+            .collect();
+        assert_eq!(covering, want);
+        let longest = layer.longest_prefix_of(probe);
+        assert_eq!(
+            longest.map(|(key, value)| (key.to_vec(), value)),
+            want.last().cloned()
+        );
     }
     for pair in probes.chunks(2).take(40) {
         let (a, b) = (&pair[0], pair.last().unwrap());
