@@ -90,8 +90,10 @@ fn step_one(
 /// One step of the walk along `key` that finds the keys which are prefixes
 /// of it, at the node `state` names: the key ending here, as its length and
 /// output (ordinal), if this node is final, and where the walk goes on.
-/// The walk starts at the root, not where the jump table says: a table
-/// slot skips the nodes above it, whose keys may be prefixes too.
+/// A walk for all of them starts at the root, not where the jump table
+/// says: a table slot skips the nodes above it, whose keys may be prefixes
+/// too. (A search for the longest starts at the slot, and walks from the
+/// root only if nothing below it matched.)
 #[inline]
 pub(super) fn prefix_step(
     data: &[u8],

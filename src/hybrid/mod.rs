@@ -74,6 +74,7 @@
 //! |---|---|---|
 //! | [`get`](HybridMap::get), [`contains_key`](HybridMap::contains_key) | the fresh delta's read lock during one lookup in it | a writer's single update of the fresh delta (a `FastArt` insert or remove: well under a microsecond, a few µs when the arena grows a chunk), a merge's seal (one swap), or the longer holders of the write lock below: a live [`Entry`], a `pop_first`/`pop_last`, a `retain` asking again; and, when a writer waits for the write lock (the lock then blocks new readers), what that writer waits for |
 //! | [`get_many`](HybridMap::get_many) | the read lock while it looks the whole batch up in the fresh delta (mostly one filter probe per key) | as `get` |
+//! | [`prefixes_of`](HybridMap::prefixes_of), [`longest_prefix_of`](HybridMap::longest_prefix_of) | the read lock during one walk along the key in each of the fresh delta's trees (no filter to skip them: a filter answers for whole keys) | as `get` |
 //! | [`insert`](HybridMap::insert), [`remove`](HybridMap::remove) | the read lock while it looks the key's old value up below the fresh delta (an fst lookup, about 2 µs), walking the key's path in the fresh delta beside it; then the write lock during one `FastArt` update (and, when the fresh delta outgrows its filter's sizing — only if merges fall behind or never run — one rebuild of the filter from its keys: ~0.3 µs per key, 0.15 s at 500 k entries) | holders of the write lock, for the read lock; for the write lock, readers' lookups in the fresh delta, iterators' copies (below), other writers, and other writers' old-value lookups under the read lock |
 //! | [`put`](HybridMap::put), [`delete`](HybridMap::delete) | the write lock during one `FastArt` update of the pending tree (or, for a key the fresh delta already holds settled, as `insert`/`remove`) | for the write lock: readers' lookups in the fresh delta, iterators' copies, other writers |
 //! | [`len`](HybridMap::len), [`is_empty`](HybridMap::is_empty) | with no pending entries: the read lock for one load. Otherwise the read lock while it copies the pending keys, none while it looks them up below (in one batch, about 1 µs per key), then the write lock for each 1,024 of them while it settles those (a `FastArt` move per key: about a millisecond), and once more for any written meanwhile (a lookup below for each) | as `insert`; and the blind writes since the last call, once; just after a merge sealed blind writes, that merge's count of them |
@@ -1564,9 +1565,14 @@ where
     /// then the layers below, where a newer layer's entry or tombstone
     /// decides each prefix.
     ///
-    /// Each layer is walked along `key` once (the base in each part that
-    /// answers for one of its prefixes, usually one). The keys yielded are
-    /// slices of `key`, which is therefore borrowed, not taken by value.
+    /// Each layer is walked along `key` once; a base in several parts (from
+    /// about a million keys) in each part that answers for some prefix of
+    /// `key`, from the first, which holds the empty one: 2.6–4.2 parts per
+    /// query over 7 to 98 parts, in a count over the sample's paths.
+    /// [`longest_prefix_of`](Self::longest_prefix_of) searches from the
+    /// key's own part back, and stops in the first that holds a match
+    /// (almost always that one). The keys yielded are slices of `key`,
+    /// which is therefore borrowed, not taken by value.
     ///
     /// ```
     /// let map: memkv::HybridMap<u8> = [("usr/", 1), ("usr/bin/", 2)].into_iter().collect();
