@@ -10,12 +10,13 @@ use std::rc::Rc;
 use memkv::FastArt;
 
 /// Counts live values; a value whose `id` equals `panic_on` panics when
-/// dropped.
+/// dropped, and one whose `id` equals `clone_panics_on` when cloned.
 #[derive(Default)]
 struct Ledger {
     created: Cell<usize>,
     dropped: Cell<usize>,
     panic_on: Cell<Option<usize>>,
+    clone_panics_on: Cell<Option<usize>>,
 }
 
 impl Ledger {
@@ -52,6 +53,9 @@ impl Drop for Tracked {
 
 impl Clone for Tracked {
     fn clone(&self) -> Self {
+        if self.ledger.clone_panics_on.get() == Some(self.id) {
+            panic!("value {} panics in clone", self.id);
+        }
         tracked(&self.ledger, self.id)
     }
 }
@@ -97,6 +101,28 @@ fn each_value_is_dropped_once() {
         map.insert(key(i), tracked(&ledger, i));
     }
     drop(map);
+    assert_eq!(ledger.live(), 0);
+}
+
+/// A `clone` of the map whose value's `clone` panics part-way drops the
+/// values it had cloned, once each, and leaves the original whole (as the
+/// standard collections' crash tests ask).
+#[test]
+fn a_panicking_value_clone_drops_what_was_cloned() {
+    let ledger = Rc::new(Ledger::default());
+    let map: FastArt<_> = (0..500).map(|i| (key(i), tracked(&ledger, i))).collect();
+    // The 250th value in key order, so that half the copy is made.
+    let middle = map.values().nth(250).expect("500 values").id;
+    ledger.clone_panics_on.set(Some(middle));
+    let copied = catch_unwind(AssertUnwindSafe(|| map.clone()));
+    assert!(copied.is_err());
+    assert_eq!(ledger.live(), 500, "the partial copy's values are dropped");
+    map.check_invariants().unwrap();
+    ledger.clone_panics_on.set(None);
+    let copy = map.clone();
+    assert_eq!(copy.len(), 500);
+    assert_eq!(ledger.live(), 1000);
+    drop((map, copy));
     assert_eq!(ledger.live(), 0);
 }
 
