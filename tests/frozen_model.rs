@@ -215,6 +215,32 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
     }
     assert_eq!(lending.next_encoded(), None);
     assert_eq!(lending.next_back_encoded(), None);
+    // A clone taken part-way goes on from the same place, apart from the
+    // walk it was cloned from (both ends begun).
+    let mut it = layer.iter();
+    let (first, last) = (it.next(), it.next_back());
+    let copy = it.clone();
+    let rest: Vec<_> = it.collect();
+    let inner = if expected.len() >= 2 {
+        &expected[1..expected.len() - 1]
+    } else {
+        &[][..]
+    };
+    assert_eq!(rest, inner);
+    assert_eq!(
+        copy.rev().collect::<Vec<_>>(),
+        inner.iter().rev().cloned().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        (first.is_some(), last.is_some()),
+        (!expected.is_empty(), expected.len() >= 2)
+    );
+    let mut keys = layer.keys();
+    keys.next();
+    assert!(keys.clone().eq(keys));
+    let mut values = layer.values();
+    values.next_back();
+    assert!(values.clone().eq(values));
     // Keys and values apart, from both ends, meeting in the middle too.
     let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
     let values: Vec<u64> = model.values().copied().collect();
@@ -255,7 +281,8 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
             let got: Vec<_> = layer.prefixes_of(&query).collect();
             assert_eq!(got, want, "prefixes of {query:?}");
             let mut lent = layer.prefixes_of(&query);
-            for entry in &want {
+            for (taken, entry) in want.iter().enumerate() {
+                assert!(lent.clone().eq(want[taken..].iter().copied()));
                 assert_eq!(lent.next_encoded(), Some(*entry));
             }
             assert_eq!(lent.next_encoded(), None);

@@ -495,6 +495,7 @@ impl<V: FrozenValue, A: Automaton> fmt::Debug for Search<'_, V, A> {
 
 /// A depth-first walk over an fst's keys in a range, in order, with their
 /// outputs.
+#[derive(Clone)]
 pub(crate) struct Walker<'a> {
     data: &'a [u8],
     codes: &'static CommonCodes,
@@ -509,6 +510,7 @@ pub(crate) struct Walker<'a> {
     end: Bound<Vec<u8>>,
 }
 
+#[derive(Clone)]
 struct Frame {
     node: NodeView,
     /// The next transition to take.
@@ -632,6 +634,7 @@ impl<'a> Walker<'a> {
 /// with their outputs: [`Walker`] backwards. A node's own key comes after
 /// its subtree's (it is a prefix of them), so a node keeps its frame until
 /// its transitions are all taken, even with only one.
+#[derive(Clone)]
 pub(crate) struct BackWalker<'a> {
     data: &'a [u8],
     codes: &'static CommonCodes,
@@ -747,5 +750,41 @@ impl<'a> BackWalker<'a> {
             }
             return Some((&self.key, frame.output + frame.node.final_output));
         }
+    }
+}
+
+// By hand, not derived: a derive would ask `V: Clone`, and these hold no
+// value, only a walk's place and a borrow of the layer. A clone goes on
+// from the same place, each walk apart.
+impl<V: FrozenValue> Clone for Iter<'_, V> {
+    fn clone(&self) -> Self {
+        Iter {
+            front: self.front.clone(),
+            back: self.back.clone(),
+            start: self.start.clone(),
+            ..*self
+        }
+    }
+}
+
+impl<V: FrozenValue> Clone for Keys<'_, V> {
+    fn clone(&self) -> Self {
+        Keys {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<V: FrozenValue> Clone for Values<'_, V> {
+    fn clone(&self) -> Self {
+        Values {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<V: FrozenValue> Clone for PrefixesOf<'_, '_, V> {
+    fn clone(&self) -> Self {
+        PrefixesOf { ..*self }
     }
 }
