@@ -441,6 +441,11 @@ fn the_borrowing_iterators_clone_without_cloneable_values() {
     clone::<memkv::art::Keys<'static, NoClone>>();
     clone::<memkv::art::Values<'static, NoClone>>();
     clone::<memkv::art::PrefixesOf<'static, 'static, NoClone>>();
+    // The frozen layer's hold no value at all.
+    clone::<memkv::frozen::Iter<'static, Vec<u8>>>();
+    clone::<memkv::frozen::Keys<'static, String>>();
+    clone::<memkv::frozen::Values<'static, u64>>();
+    clone::<memkv::frozen::PrefixesOf<'static, 'static, u64>>();
     let map: memkv::FastArt<NoClone> = [("a", NoClone), ("b", NoClone)].into_iter().collect();
     let mut first = map.keys();
     first.next();
