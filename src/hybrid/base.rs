@@ -98,6 +98,14 @@ impl<V: FrozenValue> Part<V> {
         (Bound::Included(&self.lower), end)
     }
 
+    /// Whether `key` lies in the range this part answers for. An empty
+    /// `lower` is not compared: see `Base::part_of`.
+    #[inline]
+    fn answers_for(&self, key: &[u8]) -> bool {
+        (self.lower.is_empty() || *self.lower <= *key)
+            && self.upper.as_deref().is_none_or(|upper| key < upper)
+    }
+
     /// Narrows the part to the keys from `lower` on (a merge has built the
     /// keys below it into a new part).
     pub(crate) fn start_at(&mut self, lower: &[u8]) {
@@ -205,18 +213,10 @@ impl<V: FrozenValue> Base<V> {
     pub(crate) fn prefixes_of(&self, key: &[u8], mut found: impl FnMut(usize, V)) {
         let mut part = 0;
         loop {
-            let Part {
-                lower,
-                upper,
-                layer,
-                ..
-            } = &self.parts[part];
-            let mut covering = layer.prefixes_of(key);
+            let here = &self.parts[part];
+            let mut covering = here.layer.prefixes_of(key);
             while let Some((prefix, value)) = covering.next_encoded() {
-                // Not compared with an empty `lower`: see `part_of`.
-                let ours = (lower.is_empty() || **lower <= *prefix)
-                    && upper.as_ref().is_none_or(|u| *prefix < **u);
-                if ours {
+                if here.answers_for(prefix) {
                     found(prefix.len(), V::decode(value));
                 }
             }
@@ -224,7 +224,7 @@ impl<V: FrozenValue> Base<V> {
             // next part to visit: `upper` itself, if it is a prefix of `key`,
             // or else one byte past the bytes the two share (no prefix of
             // `key` is at or after `upper` if `key` is not).
-            let Some(upper) = upper.as_deref() else {
+            let Some(upper) = here.upper.as_deref() else {
                 return;
             };
             if key < upper {
@@ -255,21 +255,14 @@ impl<V: FrozenValue> Base<V> {
     ) -> Option<(usize, V)> {
         let mut part = self.part_of(key);
         loop {
-            let Part {
-                lower,
-                upper,
-                layer,
-                ..
-            } = &self.parts[part];
-            let found = layer.longest_prefix_where(key, |prefix| {
-                // Not compared with an empty `lower`: see `part_of`.
-                (lower.is_empty() || **lower <= *prefix)
-                    && upper.as_ref().is_none_or(|u| *prefix < **u)
-                    && wanted(prefix.len())
+            let here = &self.parts[part];
+            let found = (here.layer).longest_prefix_where(key, |prefix| {
+                here.answers_for(prefix) && wanted(prefix.len())
             });
             if let Some((prefix, value)) = found {
                 return Some((prefix.len(), V::decode(value)));
             }
+            let lower = &*here.lower;
             if lower.is_empty() {
                 return None;
             }
