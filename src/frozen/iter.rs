@@ -225,15 +225,24 @@ pub struct PrefixesOf<'a, 'k, V: FrozenValue> {
     key: &'k [u8],
     /// Where the walk goes on; `None` once it has ended.
     at: Option<lookup::State>,
+    /// The walk ends at the first node this many key bytes down or more.
+    until: usize,
 }
 
 impl<'a, 'k, V: FrozenValue> PrefixesOf<'a, 'k, V> {
-    /// The walk along `key` from `start` (the root, for all its prefixes).
-    pub(crate) fn new(layer: &'a FrozenLayer<V>, key: &'k [u8], start: lookup::State) -> Self {
+    /// The walk along `key` from `start` (the root, for all its prefixes),
+    /// for the prefixes shorter than `until` bytes.
+    pub(crate) fn new(
+        layer: &'a FrozenLayer<V>,
+        key: &'k [u8],
+        start: lookup::State,
+        until: usize,
+    ) -> Self {
         PrefixesOf {
             layer,
             key,
             at: Some(start),
+            until,
         }
     }
 
@@ -250,7 +259,7 @@ impl<'a, 'k, V: FrozenValue> PrefixesOf<'a, 'k, V> {
     /// ```
     pub fn next_encoded(&mut self) -> Option<(&'k [u8], Encoded<'a, V>)> {
         let data = self.layer.fst.as_bytes();
-        while let Some(state) = self.at {
+        while let Some(state) = self.at.take_if(|&mut (_, depth, _)| depth < self.until) {
             let (found, next) = lookup::prefix_step(data, self.key, state);
             self.at = next;
             if let Some((len, ordinal)) = found {

@@ -587,7 +587,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// # Ok::<(), memkv::Error>(())
     /// ```
     pub fn prefixes_of<'k, K: AsRef<[u8]> + ?Sized>(&self, key: &'k K) -> PrefixesOf<'_, 'k, V> {
-        PrefixesOf::new(self, key.as_ref(), self.root_state())
+        PrefixesOf::new(self, key.as_ref(), self.root_state(), usize::MAX)
     }
 
     /// The entry whose key is the longest prefix of `key` (`key` itself, if
@@ -619,10 +619,10 @@ impl<V: FrozenValue> FrozenLayer<V> {
     ) -> Option<(&'k [u8], Encoded<'_, V>)> {
         // The longest match is usually below where the jump table leads,
         // and then the walk from the root to there is not needed; only if
-        // none lies below is it walked too.
+        // none lies below is that part walked too.
         let start = self.walk_start(key);
-        let mut last_from = |start| {
-            let mut covering = PrefixesOf::new(self, key, start);
+        let mut last_from = |start, until| {
+            let mut covering = PrefixesOf::new(self, key, start, until);
             let mut longest = None;
             while let Some(entry) = covering.next_encoded() {
                 if wanted(entry.0) {
@@ -631,8 +631,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
             }
             longest
         };
-        match last_from(start) {
-            None if start.1 > 0 => last_from(self.root_state()),
+        match last_from(start, usize::MAX) {
+            // The nodes from the table's depth on were walked already.
+            None if start.1 > 0 => last_from(self.root_state(), start.1),
             found => found,
         }
     }
@@ -1194,6 +1195,34 @@ impl<'a, V: FrozenValue> IntoIterator for &'a FrozenLayer<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The search for the longest prefix starts where the jump table leads;
+    /// when nothing matches there or below, it walks from the root down to
+    /// just above the table's depth: every match shorter than the depth is
+    /// found, the one a byte short of it included.
+    #[test]
+    fn longest_prefixes_above_the_jump_depth_are_found() {
+        let stem = b"usr/share/doc/some-package-name/";
+        let files =
+            (0..200u64).map(|i| ([&stem[..], format!("file{i:03}").as_bytes()].concat(), i));
+        let depth = FrozenLayer::from_sorted_iter(files.clone())
+            .unwrap()
+            .jump
+            .depth();
+        assert!((jump::MIN_DEPTH..stem.len()).contains(&depth), "{depth}");
+        let query = [&stem[..], b"zzz"].concat();
+        // The stem's prefixes up to each length short of the depth.
+        for longest in 0..depth {
+            let short = (0..=longest).map(|len| (stem[..len].to_vec(), 1000 + len as u64));
+            let mut entries: Vec<(Vec<u8>, u64)> = files.clone().chain(short).collect();
+            entries.sort();
+            let layer = FrozenLayer::from_sorted_iter(entries).unwrap();
+            assert_eq!(layer.jump.depth(), depth);
+            let want = (&query[..longest], 1000 + longest as u64);
+            assert_eq!(layer.longest_prefix_of(&query), Some(want));
+            assert_eq!(layer.prefixes_of(&query).count(), longest + 1);
+        }
+    }
 
     /// A builder's I/O error names no file; a save names the one it wrote.
     #[test]
