@@ -10,7 +10,7 @@
 //! cargo run --release -p memkv-bench --example longest_prefix -- --dataset data/debian-paths.txt
 //! ```
 //!
-//! All five tables live in one process and are looked up in alternating
+//! All six tables live in one process and are looked up in alternating
 //! rounds, so that their ratios are not swayed by this machine's drift from
 //! one process to the next; each build's growth of jemalloc's
 //! `stats.allocated` is its memory. memkv's maps answer with
@@ -18,7 +18,9 @@
 //! or before the path either is a prefix of it, or shares some first bytes
 //! with it, beyond which no prefix can be stored: look again at or before
 //! those); `hashbrown`, which has no order, by trying each length in turn,
-//! longest first. Every answer is checked against the expected directory.
+//! longest first; the fst crate's `Map`, which has no such query either, by
+//! a walk of its raw nodes along the path. Every answer is checked against
+//! the expected directory.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
@@ -54,7 +56,16 @@ struct Args {
 }
 
 /// The structures, in the order of a round.
-const NAMES: [&str; 5] = ["fastart", "frozen", "hybrid", "btreemap", "hashbrown"];
+const NAMES: [&str; 6] = [
+    "fastart",
+    "frozen",
+    "hybrid",
+    "btreemap",
+    "hashbrown",
+    "fst",
+];
+/// Where `BTreeMap`, the baseline of the ratios, stands in [`NAMES`].
+const BTREE: usize = 3;
 
 /// The longest key in `map` that is a prefix of `key`, by `BTreeMap`'s own
 /// means (see the source's header); its length and value.
@@ -69,6 +80,31 @@ fn btree_longest_prefix(map: &BTreeMap<Box<[u8]>, u64>, key: &[u8]) -> Option<(u
         let shared = stored.iter().zip(query).take_while(|(a, b)| a == b).count();
         query = &query[..shared];
     }
+}
+
+/// The longest key in `map` that is a prefix of `key`, by a walk of the
+/// fst crate's own nodes along `key` (its `Map` has no such query): the
+/// last final node met, with its output.
+fn fst_longest_prefix(map: &fst::Map<Vec<u8>>, key: &[u8]) -> Option<(usize, u64)> {
+    let raw = map.as_fst();
+    let mut node = raw.root();
+    let mut output = fst::raw::Output::zero();
+    let mut longest = None;
+    for (depth, &byte) in key.iter().enumerate() {
+        if node.is_final() {
+            longest = Some((depth, output.cat(node.final_output()).value()));
+        }
+        let Some(i) = node.find_input(byte) else {
+            return longest;
+        };
+        let transition = node.transition(i);
+        output = output.cat(transition.out);
+        node = raw.node(transition.addr);
+    }
+    if node.is_final() {
+        longest = Some((key.len(), output.cat(node.final_output()).value()));
+    }
+    longest
 }
 
 fn main() {
@@ -86,10 +122,17 @@ fn main() {
         })
         .filter(|dir| kept(dir))
         .collect();
+    // Each directory's value is its number in the order the (shuffled)
+    // paths first name it: in key order they look random, as a rule's id
+    // would, where the directory's rank would favour the fst crate's map,
+    // which stores outputs along its paths.
+    let mut values: HashMap<&[u8], u64> = HashMap::new();
+    dirs.retain(|&dir| {
+        let next = values.len() as u64;
+        *values.entry(dir).or_insert(next) == next
+    });
     dirs.sort_unstable();
-    dirs.dedup();
-    let table: Vec<(&[u8], u64)> = dirs.iter().copied().zip(0..).collect();
-    let values: HashMap<&[u8], u64> = table.iter().copied().collect();
+    let table: Vec<(&[u8], u64)> = dirs.iter().map(|&dir| (dir, values[dir])).collect();
     // What each path's answer must be: its longest kept directory.
     let expected = |path: &[u8]| {
         let slashes = path.iter().enumerate().filter(|&(_, &b)| b == b'/');
@@ -102,7 +145,7 @@ fn main() {
         found
     };
 
-    let mut bytes = [0u64; 5];
+    let mut bytes = [0u64; NAMES.len()];
     let mut before = common::allocated();
     let mut built = |i: usize| {
         let now = common::allocated();
@@ -121,6 +164,8 @@ fn main() {
     let hash: hashbrown::HashMap<Box<[u8]>, u64> =
         table.iter().map(|&(k, v)| (k.into(), v)).collect();
     built(4);
+    let fst = fst::Map::from_iter(table.iter().copied()).expect("sorted, distinct");
+    built(5);
     let raw: usize = table.iter().map(|(k, _)| k.len()).sum();
     println!(
         "{} paths, {} directories in the table ({raw} key bytes, {:.1} a key)",
@@ -134,6 +179,13 @@ fn main() {
             bytes as f64 / table.len().max(1) as f64
         );
     }
+    // A cross-check of the allocator's count by the sizes the two frozen
+    // structures report themselves.
+    println!(
+        "  (own sizes: frozen {} B, fst {} B)",
+        frozen.as_bytes().len(),
+        fst.as_fst().size()
+    );
 
     // The paths in the dataset's line order (its script shuffled them with
     // a fixed seed), copied end to end so that reading them costs no miss
@@ -159,12 +211,13 @@ fn main() {
         1 => frozen.longest_prefix_of(key).map(|(k, v)| (k.len(), v)),
         2 => hybrid.longest_prefix_of(key).map(|(k, v)| (k.len(), v)),
         3 => btree_longest_prefix(&btree, key),
-        _ => hash_longest(key),
+        4 => hash_longest(key),
+        _ => fst_longest_prefix(&fst, key),
     };
 
-    let mut per_round: Vec<[f64; 5]> = Vec::new();
+    let mut per_round: Vec<[f64; NAMES.len()]> = Vec::new();
     for round in 0..args.rounds {
-        let mut ns = [0.0; 5];
+        let mut ns = [0.0; NAMES.len()];
         for (which, time) in ns.iter_mut().enumerate() {
             let start = Instant::now();
             let mut wrong = 0usize;
@@ -188,7 +241,7 @@ fn main() {
         args.rounds
     );
     for (which, name) in NAMES.iter().enumerate() {
-        let mut ratios: Vec<f64> = per_round.iter().map(|ns| ns[3] / ns[which]).collect();
+        let mut ratios: Vec<f64> = per_round.iter().map(|ns| ns[BTREE] / ns[which]).collect();
         ratios.sort_by(f64::total_cmp);
         let mut times: Vec<f64> = per_round.iter().map(|ns| ns[which]).collect();
         times.sort_by(f64::total_cmp);
