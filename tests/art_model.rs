@@ -61,6 +61,9 @@ enum Op {
     /// any is stored) of a stored key with the key appended: queries with
     /// stored keys all along their path.
     PrefixesOf(Vec<u8>, Option<prop::sample::Index>),
+    /// `longest_prefix_of_many` over keys (more than the 16 it walks at
+    /// once), each run on past a stored key if an index is given.
+    LongestMany(Vec<(Vec<u8>, Option<prop::sample::Index>)>),
     Iterate(Vec<bool>),
     EntryIncrement(Vec<u8>),
     /// Replaces the value through an occupied entry, or inserts.
@@ -115,6 +118,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(k, pick, cut, change)| Op::PrefixOfStored(k, pick, cut, change)),
         2 => (key(), prop::option::of(any::<prop::sample::Index>()))
             .prop_map(|(k, pick)| Op::PrefixesOf(k, pick)),
+        1 => prop::collection::vec((key(), prop::option::of(any::<prop::sample::Index>())), 0..40)
+            .prop_map(Op::LongestMany),
         1 => sides().prop_map(Op::Iterate),
         2 => key().prop_map(Op::EntryIncrement),
         1 => (key(), any::<u32>()).prop_map(|(k, v)| Op::EntryReplace(k, v)),
@@ -316,6 +321,27 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
             assert_eq!(got, want, "prefixes of {query:?}");
             let longest = map.longest_prefix_of(&query).map(|(k, v)| (k, *v));
             assert_eq!(longest, want.last().copied(), "longest prefix of {query:?}");
+        }
+        Op::LongestMany(queries) => {
+            let queries: Vec<Vec<u8>> = queries
+                .iter()
+                .map(|(k, pick)| match pick {
+                    Some(pick) => [stored_or(model, pick, k), k].concat(),
+                    None => k.clone(),
+                })
+                .collect();
+            let got = map.longest_prefix_of_many(&queries);
+            assert_eq!(got.len(), queries.len());
+            for (query, got) in queries.iter().zip(got) {
+                let want = (0..=query.len())
+                    .rev()
+                    .find_map(|len| model.get(&query[..len]).map(|v| (&query[..len], *v)));
+                assert_eq!(
+                    got.map(|(k, v)| (k, *v)),
+                    want,
+                    "longest prefix of {query:?}"
+                );
+            }
         }
         Op::Iterate(sides) => {
             // Every view, from either end; `drain_exact` checks each one's

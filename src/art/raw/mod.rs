@@ -461,6 +461,39 @@ impl<V> RawArt<V> {
         PrefixStep { found, next }
     }
 
+    /// The longest key that is a prefix of each of keys `0..count` (`key(i)`
+    /// is the `i`th), handing `found` each key's index and its match, as
+    /// `(len, leaf)`, in no particular order.
+    ///
+    /// The walks run side by side as [`get_each`](Self::get_each)'s lookups
+    /// do: one [`prefix_step`](Self::prefix_step) per turn, prefetching the
+    /// block the walk reads next.
+    pub(crate) fn longest_prefix_each<'k>(
+        &self,
+        count: usize,
+        key: impl Fn(usize) -> &'k [u8],
+        found: impl FnMut(usize, Option<(usize, u32)>),
+    ) {
+        // A walk: where it stands (0 once it is over) and its longest match.
+        type Walk = (u32, usize, Option<(usize, u32)>);
+        let advance = |i: usize, (r, depth, longest): &mut Walk| {
+            if *r == 0 {
+                return Some(*longest);
+            }
+            let step = self.prefix_step(key(i), *r, *depth);
+            if step.found.is_some() {
+                *longest = step.found;
+            }
+            let Some((next, below)) = step.next else {
+                return Some(*longest);
+            };
+            prefetch(self.ptr(next));
+            (*r, *depth) = (next, below);
+            None
+        };
+        interleave(count, (self.root, 0, None), advance, found);
+    }
+
     /// Leaves added since the last compaction, and the number of leaves
     /// then (0 and 0 for a tree never compacted, counting from empty).
     pub(crate) fn growth_since_compact(&self) -> (usize, usize) {
