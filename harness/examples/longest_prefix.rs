@@ -19,8 +19,9 @@
 //! with it, beyond which no prefix can be stored: look again at or before
 //! those); `hashbrown`, which has no order, by trying each length in turn,
 //! longest first; the fst crate's `Map`, which has no such query either, by
-//! a walk of its raw nodes along the path. Every answer is checked against
-//! the expected directory.
+//! a walk of its raw nodes along the path. `fastart-many` is the same
+//! `FastArt` asked through `longest_prefix_of_many`, 256 paths a call.
+//! Every answer is checked against the expected directory.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
@@ -56,14 +57,20 @@ struct Args {
 }
 
 /// The structures, in the order of a round.
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "fastart",
     "frozen",
     "hybrid",
     "btreemap",
     "hashbrown",
     "fst",
+    "fastart-many",
 ];
+/// Where `FastArt::longest_prefix_of_many` stands in [`NAMES`]: it is
+/// given the paths in batches of [`BATCH`].
+const MANY: usize = 6;
+/// Paths per call of `longest_prefix_of_many`.
+const BATCH: usize = 256;
 /// Where `BTreeMap`, the baseline of the ratios, stands in [`NAMES`].
 const BTREE: usize = 3;
 
@@ -173,6 +180,7 @@ fn main() {
         table.len(),
         raw as f64 / table.len().max(1) as f64
     );
+    bytes[MANY] = bytes[0];
     for (name, bytes) in NAMES.iter().zip(bytes) {
         println!(
             "  {name}: {:.1} bytes/directory",
@@ -221,9 +229,22 @@ fn main() {
         for (which, time) in ns.iter_mut().enumerate() {
             let start = Instant::now();
             let mut wrong = 0usize;
-            for j in 0..lookups {
-                let key = &keys[ends[j]..ends[j + 1]];
-                wrong += usize::from(answer(which, key) != want[j]);
+            if which == MANY {
+                let mut batch: Vec<&[u8]> = Vec::with_capacity(BATCH);
+                for first in (0..lookups).step_by(BATCH) {
+                    let last = (first + BATCH).min(lookups);
+                    batch.clear();
+                    batch.extend((first..last).map(|j| &keys[ends[j]..ends[j + 1]]));
+                    let found = fastart.longest_prefix_of_many(&batch);
+                    for (j, found) in (first..last).zip(found) {
+                        wrong += usize::from(found.map(|(k, v)| (k.len(), *v)) != want[j]);
+                    }
+                }
+            } else {
+                for j in 0..lookups {
+                    let key = &keys[ends[j]..ends[j + 1]];
+                    wrong += usize::from(answer(which, key) != want[j]);
+                }
             }
             *time = start.elapsed().as_nanos() as f64 / lookups as f64;
             assert_eq!(black_box(wrong), 0, "{}: wrong answers", NAMES[which]);
