@@ -1,4 +1,4 @@
-//! Get, insert, iterate and longest-prefix matching on the first 20,000 keys
+//! Get, insert, iterate, longest-prefix matching and set operations on the first 20,000 keys
 //! of the committed Debian paths sample, for memkv's structures and the two
 //! std-like baselines, so a change's effect on speed shows before it lands. The `HybridMap` reads go
 //! through a delta: every 16th key updated after a merge ([`hybrid`]).
@@ -16,6 +16,7 @@ use std::ops::Bound;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use fst::Streamer;
 use memkv::{FastArt, FrozenLayer, HybridMap};
 
 /// The sample the harness embeds too.
@@ -341,5 +342,87 @@ fn iterate(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, insert, get, iterate, longest_prefix);
+/// Set operations over two frozen layers of the sample's first keys, each
+/// holding those whose line number falls in 6 of 10 (a different 6 each:
+/// they share about a third), and one holding a key in 200, intersected
+/// with a large one; memkv's `OpBuilder` beside the fst crate's over maps of
+/// the same entries. Throughput counts the keys of the two inputs.
+fn set_ops(c: &mut Criterion) {
+    let (_, sorted) = data();
+    let pick = |keep: fn(u64) -> bool| -> Entries {
+        sorted.iter().copied().filter(|&(_, v)| keep(v)).collect()
+    };
+    let a = pick(|v| v % 10 < 6);
+    let b = pick(|v| (v / 10) % 10 < 6);
+    let small = pick(|v| v % 200 == 7);
+    let frozen =
+        |entries: &Entries| FrozenLayer::from_sorted_iter(entries.iter().copied()).unwrap();
+    let fst_map = |entries: &Entries| fst::Map::from_iter(entries.iter().copied()).unwrap();
+    let (frozen_a, frozen_b, frozen_small) = (frozen(&a), frozen(&b), frozen(&small));
+    let (fst_a, fst_b, fst_small) = (fst_map(&a), fst_map(&b), fst_map(&small));
+    // Checked once here, so that the timed loops measure right answers.
+    let both = a
+        .iter()
+        .filter(|(k, _)| b.binary_search_by_key(k, |&(k, _)| k).is_ok())
+        .count();
+    assert_eq!(frozen_a.op().add(&frozen_b).intersection().count(), both);
+    let mut fst_both = fst_a.op().add(&fst_b).intersection();
+    let mut fst_count = 0;
+    while fst_both.next().is_some() {
+        fst_count += 1;
+    }
+    assert_eq!(fst_count, both);
+    let in_a = small
+        .iter()
+        .filter(|(k, _)| a.binary_search_by_key(k, |&(k, _)| k).is_ok())
+        .count();
+    assert_eq!(
+        frozen_small.op().add(&frozen_a).intersection().count(),
+        in_a
+    );
+
+    let mut g = c.benchmark_group("set_ops");
+    g.throughput(Throughput::Elements((a.len() + b.len()) as u64));
+    // Each closure folds every entry yielded into a checksum.
+    g.bench_function("union/frozen", |bench| {
+        bench.iter(|| {
+            let (mut union, mut acc) = (frozen_a.op().add(&frozen_b).union(), 0u64);
+            while let Some((k, values)) = union.next_entry() {
+                acc = fold(acc, k, values[0].value);
+            }
+            acc
+        })
+    });
+    g.bench_function("union/fst", |bench| {
+        bench.iter(|| {
+            let (mut union, mut acc) = (fst_a.op().add(&fst_b).union(), 0u64);
+            while let Some((k, values)) = union.next() {
+                acc = fold(acc, k, values[0].value);
+            }
+            acc
+        })
+    });
+    g.throughput(Throughput::Elements((small.len() + a.len()) as u64));
+    g.bench_function("small_intersection/frozen", |bench| {
+        bench.iter(|| {
+            let (mut both, mut acc) = (frozen_small.op().add(&frozen_a).intersection(), 0u64);
+            while let Some((k, values)) = both.next_entry() {
+                acc = fold(acc, k, values[0].value);
+            }
+            acc
+        })
+    });
+    g.bench_function("small_intersection/fst", |bench| {
+        bench.iter(|| {
+            let (mut both, mut acc) = (fst_small.op().add(&fst_a).intersection(), 0u64);
+            while let Some((k, values)) = both.next() {
+                acc = fold(acc, k, values[0].value);
+            }
+            acc
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, insert, get, iterate, longest_prefix, set_ops);
 criterion_main!(benches);

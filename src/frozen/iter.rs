@@ -127,7 +127,7 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
 
     /// The next key and its ordinal (its value's place in the column).
     #[inline]
-    fn next_ordinal(&mut self) -> Option<(&[u8], u64)> {
+    pub(super) fn next_ordinal(&mut self) -> Option<(&[u8], u64)> {
         let (key, ordinal) = self.front.next()?;
         // Ordinals increase with the keys: at the back's last entry, the
         // two ends have met.
@@ -167,6 +167,27 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     pub fn next_back_encoded(&mut self) -> Option<(&[u8], Encoded<'a, V>)> {
         let layer = self.layer;
         (self.next_back_ordinal()).map(|(key, ordinal)| (key, layer.encoded_at(ordinal)))
+    }
+
+    /// The key taken last from the front (valid after
+    /// [`next_ordinal`](Self::next_ordinal) returned it).
+    #[inline]
+    pub(super) fn front_key(&self) -> &[u8] {
+        &self.front.key
+    }
+
+    /// The layer walked.
+    #[inline]
+    pub(super) fn layer(&self) -> &'a FrozenLayer<V> {
+        self.layer
+    }
+
+    /// Moves the front on so that the next entry from it is the first at or
+    /// after `target`: a walk down from the root, for skipping many entries
+    /// at once. `target` must come after the key taken last from the front;
+    /// the range's end and a walk from the back still bound what follows.
+    pub(super) fn seek_front(&mut self, target: &[u8]) {
+        self.front.reseek(self.root, target);
     }
 
     /// The previous key from the back and its ordinal.
@@ -593,6 +614,15 @@ impl<'a> Walker<'a> {
                 });
             }
         }
+    }
+
+    /// Starts the walk again from the root at the first key at or after
+    /// `target`, keeping its buffers.
+    fn reseek(&mut self, root: u64, target: &[u8]) {
+        self.stack.clear();
+        self.key.clear();
+        self.reached = None;
+        self.seek(root, target, true);
     }
 
     /// The next key and its output.

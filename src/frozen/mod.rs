@@ -124,6 +124,7 @@ mod fst_node;
 mod iter;
 mod jump;
 mod lookup;
+mod ops;
 mod packed;
 mod verify;
 
@@ -141,6 +142,9 @@ pub use self::column::{BytesColumn, Encoded, FrozenValue, IntColumn, ValueColumn
 use self::format::{Check, FstBytes, Storage};
 pub use self::iter::{Iter, Keys, PrefixesOf, Search, Values};
 use self::jump::JumpTable;
+pub use self::ops::{
+    Difference, IndexedValue, Intersection, OpBuilder, SymmetricDifference, Union,
+};
 use crate::keys::prefix_successor;
 use crate::{Error, FastArt, Result};
 
@@ -935,6 +939,30 @@ impl<V: FrozenValue> FrozenLayer<V> {
     fn walk(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Iter<'_, V> {
         let root = self.fst.root().addr() as u64;
         Iter::walk(self.fst.as_bytes(), root, start, end, self)
+    }
+
+    /// A set operation (union, intersection, difference, symmetric
+    /// difference) with this layer as its first stream: add the others to the
+    /// [`OpBuilder`] it returns, then pick the operation.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let old = FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2)])?;
+    /// let new = FrozenLayer::from_sorted_iter([("b", 20u64), ("c", 30)])?;
+    /// // Newest value per key, as a compaction of the two would keep it.
+    /// let merged = FrozenLayer::from_sorted_iter(
+    ///     old.op().add(&new).union().map(|(key, values)| (key, values.last().unwrap().value)),
+    /// )?;
+    /// assert_eq!(merged.iter().collect::<Vec<_>>(), [
+    ///     (b"a".to_vec(), 1),
+    ///     (b"b".to_vec(), 20),
+    ///     (b"c".to_vec(), 30),
+    /// ]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn op(&self) -> OpBuilder<'_, V> {
+        OpBuilder::new().add(self)
     }
 
     /// The entries whose keys `automaton` accepts, in key order. The fst is

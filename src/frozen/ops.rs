@@ -1,0 +1,661 @@
+//! Set operations over several streams of frozen entries: union,
+//! intersection, difference and symmetric difference, merged in key order
+//! as they are read, without collecting either side.
+//!
+//! Each stream is an [`Iter`] (a whole layer, a range or a prefix). The
+//! union and the symmetric difference keep the streams in a binary heap
+//! ordered by their current keys; the intersection and the difference skip
+//! ahead instead: a stream far behind the key it must reach walks down to
+//! it from the root rather than stepping through every key in between, so
+//! that intersecting a small layer with a large one reads about as many
+//! entries of the large one as the small one has.
+
+use std::fmt;
+use std::iter::FusedIterator;
+use std::mem;
+
+use super::column::FrozenValue;
+use super::iter::Iter;
+
+/// Steps a lagging stream takes one entry at a time before it seeks: a
+/// step costs a few nodes, a seek a walk from the root (about a lookup), so
+/// streams that interleave closely only step.
+const STEPS_BEFORE_SEEK: usize = 8;
+
+/// One value of an entry that a set operation yields, with the position of
+/// the stream it came from, in the order the streams were added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IndexedValue<V> {
+    /// The stream's position in the [`OpBuilder`], from 0.
+    pub index: usize,
+    /// The value that stream holds for the key.
+    pub value: V,
+}
+
+/// Combines streams of frozen entries (whole layers, ranges or prefixes)
+/// into their [`union`](Self::union),
+/// [`intersection`](Self::intersection),
+/// [`difference`](Self::difference) or
+/// [`symmetric_difference`](Self::symmetric_difference), as the fst crate's
+/// `OpBuilder` does for its maps.
+///
+/// Each entry of the result is a key and the values the streams that hold
+/// it have for it, tagged with the stream's position
+/// ([`IndexedValue`]), in the order the streams were added.
+///
+/// ```
+/// use memkv::FrozenLayer;
+/// use memkv::frozen::{IndexedValue, OpBuilder};
+///
+/// let monday = FrozenLayer::from_sorted_iter([("a.html", 1u64), ("b.html", 2)])?;
+/// let tuesday = FrozenLayer::from_sorted_iter([("b.html", 3u64), ("c.html", 4)])?;
+///
+/// let seen_both: Vec<_> = OpBuilder::new().add(&monday).add(&tuesday).intersection().collect();
+/// assert_eq!(
+///     seen_both,
+///     [(
+///         b"b.html".to_vec(),
+///         vec![IndexedValue { index: 0, value: 2 }, IndexedValue { index: 1, value: 3 }],
+///     )]
+/// );
+///
+/// // Ranges and prefixes are streams too.
+/// let gone: Vec<_> = monday.op().add(tuesday.prefix("b")).difference().map(|(key, _)| key).collect();
+/// assert_eq!(gone, [b"a.html".to_vec()]);
+/// # Ok::<(), memkv::Error>(())
+/// ```
+pub struct OpBuilder<'a, V: FrozenValue> {
+    streams: Vec<Iter<'a, V>>,
+}
+
+impl<'a, V: FrozenValue> OpBuilder<'a, V> {
+    /// A builder with no streams yet.
+    pub fn new() -> Self {
+        OpBuilder {
+            streams: Vec::new(),
+        }
+    }
+
+    /// Adds a stream: a layer (`&layer`), or one of its
+    /// [`range`](super::FrozenLayer::range)s or
+    /// [`prefix`](super::FrozenLayer::prefix)es. A stream partly read
+    /// goes on from where it is.
+    // The fst crate's name for it, which its users know; not `ops::Add`.
+    #[allow(clippy::should_implement_trait)]
+    pub fn add(mut self, stream: impl IntoIterator<IntoIter = Iter<'a, V>>) -> Self {
+        self.push(stream);
+        self
+    }
+
+    /// Adds a stream, as [`add`](Self::add) does, to a builder held by
+    /// reference.
+    pub fn push(&mut self, stream: impl IntoIterator<IntoIter = Iter<'a, V>>) {
+        self.streams.push(stream.into_iter());
+    }
+
+    /// The number of streams added.
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Whether no stream has been added.
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// Every key in any stream, with the values of every stream that holds
+    /// it.
+    pub fn union(self) -> Union<'a, V> {
+        Union::new(Streams::new(self.streams))
+    }
+
+    /// The keys in every stream, with the values of each. With no streams,
+    /// nothing.
+    pub fn intersection(self) -> Intersection<'a, V> {
+        let streams = Streams::new(self.streams);
+        let done = streams.heads.is_empty() || streams.heads.iter().any(Option::is_none);
+        Intersection { streams, done }
+    }
+
+    /// The keys of the first stream that no other stream holds, with the
+    /// first stream's value.
+    pub fn difference(self) -> Difference<'a, V> {
+        Difference {
+            streams: Streams::new(self.streams),
+        }
+    }
+
+    /// The keys held by an odd number of the streams (for two streams: by
+    /// exactly one), with their values, as the fst crate defines it.
+    pub fn symmetric_difference(self) -> SymmetricDifference<'a, V> {
+        SymmetricDifference {
+            union: Union::new(Streams::new(self.streams)),
+        }
+    }
+}
+
+impl<V: FrozenValue> Default for OpBuilder<'_, V> {
+    fn default() -> Self {
+        OpBuilder::new()
+    }
+}
+
+impl<V: FrozenValue> Clone for OpBuilder<'_, V> {
+    fn clone(&self) -> Self {
+        OpBuilder {
+            streams: self.streams.clone(),
+        }
+    }
+}
+
+impl<'a, V: FrozenValue, I: IntoIterator<IntoIter = Iter<'a, V>>> Extend<I> for OpBuilder<'a, V> {
+    fn extend<T: IntoIterator<Item = I>>(&mut self, streams: T) {
+        for stream in streams {
+            self.push(stream);
+        }
+    }
+}
+
+impl<'a, V: FrozenValue, I: IntoIterator<IntoIter = Iter<'a, V>>> FromIterator<I>
+    for OpBuilder<'a, V>
+{
+    fn from_iter<T: IntoIterator<Item = I>>(streams: T) -> Self {
+        let mut builder = OpBuilder::new();
+        builder.extend(streams);
+        builder
+    }
+}
+
+impl<V: FrozenValue> fmt::Debug for OpBuilder<'_, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpBuilder")
+            .field("streams", &self.streams.len())
+            .finish()
+    }
+}
+
+/// The streams of an operation, each one entry ahead: its current key is in
+/// its walk's buffer and its ordinal in `heads`.
+struct Streams<'a, V: FrozenValue> {
+    streams: Vec<Iter<'a, V>>,
+    /// The ordinal of each stream's current entry; `None` once it has run
+    /// out (it is then never read again).
+    heads: Vec<Option<u64>>,
+    /// The key of the entry yielded last (a copy: the streams move on).
+    key: Vec<u8>,
+    /// Its values.
+    values: Vec<IndexedValue<V>>,
+}
+
+impl<'a, V: FrozenValue> Streams<'a, V> {
+    fn new(mut streams: Vec<Iter<'a, V>>) -> Self {
+        let heads = (streams.iter_mut())
+            .map(|stream| stream.next_ordinal().map(|(_, ordinal)| ordinal))
+            .collect();
+        Streams {
+            streams,
+            heads,
+            key: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Stream `i`'s current key; only while it has one.
+    #[inline]
+    fn key(&self, i: usize) -> &[u8] {
+        debug_assert!(self.heads[i].is_some());
+        self.streams[i].front_key()
+    }
+
+    /// Moves stream `i` to its next entry; false if it has run out.
+    #[inline]
+    fn advance(&mut self, i: usize) -> bool {
+        self.heads[i] = self.streams[i].next_ordinal().map(|(_, ordinal)| ordinal);
+        self.heads[i].is_some()
+    }
+
+    /// Moves stream `i`, which has a current key, to its first entry at or
+    /// after `self.key`; false if it runs out first.
+    fn catch_up(&mut self, i: usize) -> bool {
+        for _ in 0..STEPS_BEFORE_SEEK {
+            if self.key(i) >= self.key.as_slice() {
+                return true;
+            }
+            if !self.advance(i) {
+                return false;
+            }
+        }
+        if self.key(i) >= self.key.as_slice() {
+            return true;
+        }
+        self.streams[i].seek_front(&self.key);
+        self.advance(i)
+    }
+
+    /// Makes stream `i`'s current key the one to yield.
+    #[inline]
+    fn take_key(&mut self, i: usize) {
+        self.key.clear();
+        self.key.extend_from_slice(self.streams[i].front_key());
+    }
+
+    /// Adds stream `i`'s current value to those to yield.
+    #[inline]
+    fn take_value(&mut self, i: usize) {
+        let ordinal = self.heads[i].expect("a stream with a current entry");
+        let value = self.streams[i].layer().value_at(ordinal);
+        self.values.push(IndexedValue { index: i, value });
+    }
+
+    /// Whether stream `a`'s current entry comes before stream `b`'s: by key,
+    /// then by position, so that equal keys come out in the order the
+    /// streams were added.
+    #[inline]
+    fn before(&self, a: usize, b: usize) -> bool {
+        (self.key(a), a) < (self.key(b), b)
+    }
+
+    /// Bounds on the entries of stream `i` not yet taken, its current one
+    /// included.
+    fn left(&self, i: usize) -> (usize, Option<usize>) {
+        if self.heads[i].is_none() {
+            return (0, Some(0));
+        }
+        let (low, high) = self.streams[i].size_hint();
+        (
+            low.saturating_add(1),
+            high.and_then(|high| high.checked_add(1)),
+        )
+    }
+
+    fn entry(&self) -> (&[u8], &[IndexedValue<V>]) {
+        (&self.key, &self.values)
+    }
+}
+
+/// A binary min-heap of stream positions, ordered by the streams' current
+/// entries ([`Streams::before`]), which it cannot hold itself: the keys live
+/// in the streams' buffers.
+#[derive(Clone)]
+struct Heap {
+    order: Vec<usize>,
+}
+
+impl Heap {
+    /// The streams that have a current entry.
+    fn new<V: FrozenValue>(streams: &Streams<'_, V>) -> Self {
+        let order: Vec<usize> = (0..streams.heads.len())
+            .filter(|&i| streams.heads[i].is_some())
+            .collect();
+        let mut heap = Heap { order };
+        for at in (0..heap.order.len() / 2).rev() {
+            heap.sift_down(streams, at);
+        }
+        heap
+    }
+
+    #[inline]
+    fn first(&self) -> Option<usize> {
+        self.order.first().copied()
+    }
+
+    /// Puts the first stream back in its place after it moved on, or drops it
+    /// if it ran out.
+    fn replace_first<V: FrozenValue>(&mut self, streams: &Streams<'_, V>, live: bool) {
+        if !live {
+            self.order.swap_remove(0);
+        }
+        if !self.order.is_empty() {
+            self.sift_down(streams, 0);
+        }
+    }
+
+    fn sift_down<V: FrozenValue>(&mut self, streams: &Streams<'_, V>, mut at: usize) {
+        let order = &mut self.order;
+        loop {
+            let (left, right) = (2 * at + 1, 2 * at + 2);
+            let mut least = at;
+            if left < order.len() && streams.before(order[left], order[least]) {
+                least = left;
+            }
+            if right < order.len() && streams.before(order[right], order[least]) {
+                least = right;
+            }
+            if least == at {
+                return;
+            }
+            order.swap(at, least);
+            at = least;
+        }
+    }
+}
+
+/// Every key of any of an [`OpBuilder`]'s streams, in order, with the values
+/// of each stream that holds it: see [`OpBuilder::union`].
+///
+/// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
+/// the key and values without allocating through
+/// [`next_entry`](Self::next_entry).
+pub struct Union<'a, V: FrozenValue> {
+    streams: Streams<'a, V>,
+    heap: Heap,
+}
+
+impl<'a, V: FrozenValue> Union<'a, V> {
+    fn new(streams: Streams<'a, V>) -> Self {
+        let heap = Heap::new(&streams);
+        Union { streams, heap }
+    }
+
+    /// The next key and its values, lent until the next call.
+    pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
+        self.step().then(|| self.streams.entry())
+    }
+
+    /// Takes the smallest current key and every stream's value for it, and
+    /// moves those streams on.
+    fn step(&mut self) -> bool {
+        let streams = &mut self.streams;
+        let Some(first) = self.heap.first() else {
+            return false;
+        };
+        streams.take_key(first);
+        streams.values.clear();
+        while let Some(first) = self.heap.first() {
+            if streams.key(first) != streams.key.as_slice() {
+                break;
+            }
+            streams.take_value(first);
+            let live = streams.advance(first);
+            self.heap.replace_first(streams, live);
+        }
+        true
+    }
+}
+
+/// The keys of every one of an [`OpBuilder`]'s streams, in order, with each
+/// stream's value: see [`OpBuilder::intersection`].
+///
+/// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
+/// the key and values without allocating through
+/// [`next_entry`](Self::next_entry).
+pub struct Intersection<'a, V: FrozenValue> {
+    streams: Streams<'a, V>,
+    /// Whether a stream has run out: nothing more can be in all of them.
+    done: bool,
+}
+
+impl<V: FrozenValue> Intersection<'_, V> {
+    /// The next key and its values, lent until the next call.
+    pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
+        self.step().then(|| self.streams.entry())
+    }
+
+    /// Leapfrogs the streams until all agree on a key: each in turn catches
+    /// up with the largest key seen, which moves whenever one overshoots.
+    fn step(&mut self) -> bool {
+        if self.done {
+            return false;
+        }
+        let streams = &mut self.streams;
+        let count = streams.heads.len();
+        let largest = (1..count).fold(0, |largest, i| {
+            if streams.key(i) > streams.key(largest) {
+                i
+            } else {
+                largest
+            }
+        });
+        streams.take_key(largest);
+        let (mut agreed, mut i) = (1, largest);
+        while agreed < count {
+            i = (i + 1) % count;
+            if !streams.catch_up(i) {
+                self.done = true;
+                return false;
+            }
+            if streams.key(i) == streams.key.as_slice() {
+                agreed += 1;
+            } else {
+                streams.take_key(i);
+                agreed = 1;
+            }
+        }
+        streams.values.clear();
+        for i in 0..count {
+            streams.take_value(i);
+            if !streams.advance(i) {
+                self.done = true;
+            }
+        }
+        true
+    }
+}
+
+/// The keys of an [`OpBuilder`]'s first stream that none of the others
+/// holds, in order, with the first stream's value: see
+/// [`OpBuilder::difference`].
+///
+/// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
+/// the key and values without allocating through
+/// [`next_entry`](Self::next_entry).
+pub struct Difference<'a, V: FrozenValue> {
+    streams: Streams<'a, V>,
+}
+
+impl<V: FrozenValue> Difference<'_, V> {
+    /// The next key and its values, lent until the next call.
+    pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
+        self.step().then(|| self.streams.entry())
+    }
+
+    /// Takes the first stream's keys in turn until one that no other stream
+    /// holds, each other stream catching up with it.
+    fn step(&mut self) -> bool {
+        let streams = &mut self.streams;
+        while streams.heads.first().is_some_and(Option::is_some) {
+            streams.take_key(0);
+            let mut held = false;
+            for i in 1..streams.heads.len() {
+                if streams.heads[i].is_some()
+                    && streams.catch_up(i)
+                    && streams.key(i) == streams.key.as_slice()
+                {
+                    held = true;
+                    break;
+                }
+            }
+            if !held {
+                streams.values.clear();
+                streams.take_value(0);
+            }
+            streams.advance(0);
+            if !held {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The keys held by an odd number of an [`OpBuilder`]'s streams, in order,
+/// with their values: see [`OpBuilder::symmetric_difference`].
+///
+/// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
+/// the key and values without allocating through
+/// [`next_entry`](Self::next_entry).
+pub struct SymmetricDifference<'a, V: FrozenValue> {
+    union: Union<'a, V>,
+}
+
+impl<V: FrozenValue> SymmetricDifference<'_, V> {
+    /// The next key and its values, lent until the next call.
+    pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
+        self.step().then(|| self.union.streams.entry())
+    }
+
+    fn step(&mut self) -> bool {
+        while self.union.step() {
+            if self.union.streams.values.len() % 2 == 1 {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// The iterator, size hint, `Debug` and `FusedIterator` impls the four
+/// operations share.
+macro_rules! set_operation {
+    ($name:ident, |$op:ident| $size_hint:expr) => {
+        impl<V: FrozenValue> Iterator for $name<'_, V> {
+            type Item = (Vec<u8>, Vec<IndexedValue<V>>);
+
+            fn next(&mut self) -> Option<Self::Item> {
+                if !self.step() {
+                    return None;
+                }
+                // The values move out (no clone); the next step refills an
+                // empty vector.
+                let streams = self.streams_mut();
+                Some((streams.key.clone(), mem::take(&mut streams.values)))
+            }
+
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                let $op = self;
+                $size_hint
+            }
+        }
+
+        // Once a stream has run out (or, for the union, all of them) every
+        // later call finds the same.
+        impl<V: FrozenValue> FusedIterator for $name<'_, V> {}
+
+        impl<V: FrozenValue> fmt::Debug for $name<'_, V> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("streams", &self.streams().heads.len())
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+impl<'a, V: FrozenValue> Union<'a, V> {
+    fn streams(&self) -> &Streams<'a, V> {
+        &self.streams
+    }
+
+    fn streams_mut(&mut self) -> &mut Streams<'a, V> {
+        &mut self.streams
+    }
+}
+
+impl<'a, V: FrozenValue> Intersection<'a, V> {
+    fn streams(&self) -> &Streams<'a, V> {
+        &self.streams
+    }
+
+    fn streams_mut(&mut self) -> &mut Streams<'a, V> {
+        &mut self.streams
+    }
+}
+
+impl<'a, V: FrozenValue> Difference<'a, V> {
+    fn streams(&self) -> &Streams<'a, V> {
+        &self.streams
+    }
+
+    fn streams_mut(&mut self) -> &mut Streams<'a, V> {
+        &mut self.streams
+    }
+}
+
+impl<'a, V: FrozenValue> SymmetricDifference<'a, V> {
+    fn streams(&self) -> &Streams<'a, V> {
+        &self.union.streams
+    }
+
+    fn streams_mut(&mut self) -> &mut Streams<'a, V> {
+        &mut self.union.streams
+    }
+}
+
+/// At most every entry left of every stream; at least those of the stream
+/// with the most (each key once).
+fn union_bounds<V: FrozenValue>(streams: &Streams<'_, V>) -> (usize, Option<usize>) {
+    (0..streams.heads.len())
+        .map(|i| streams.left(i))
+        .fold((0, Some(0)), |(low, high), (l, h)| {
+            (
+                low.max(l),
+                high.zip(h).and_then(|(high, h)| high.checked_add(h)),
+            )
+        })
+}
+
+set_operation!(Union, |op| union_bounds(&op.streams));
+set_operation!(SymmetricDifference, |op| (
+    0,
+    union_bounds(&op.union.streams).1
+));
+set_operation!(Intersection, |op| {
+    if op.done {
+        (0, Some(0))
+    } else {
+        let streams = &op.streams;
+        let high = (0..streams.heads.len())
+            .filter_map(|i| streams.left(i).1)
+            .min();
+        (0, high)
+    }
+});
+set_operation!(Difference, |op| match op.streams.heads.is_empty() {
+    true => (0, Some(0)),
+    false => (0, op.streams.left(0).1),
+});
+
+impl<V: FrozenValue + Clone> Clone for Streams<'_, V> {
+    fn clone(&self) -> Self {
+        Streams {
+            streams: self.streams.clone(),
+            heads: self.heads.clone(),
+            key: self.key.clone(),
+            values: self.values.clone(),
+        }
+    }
+}
+
+impl<V: FrozenValue + Clone> Clone for Union<'_, V> {
+    fn clone(&self) -> Self {
+        Union {
+            streams: self.streams.clone(),
+            heap: self.heap.clone(),
+        }
+    }
+}
+
+impl<V: FrozenValue + Clone> Clone for Intersection<'_, V> {
+    fn clone(&self) -> Self {
+        Intersection {
+            streams: self.streams.clone(),
+            done: self.done,
+        }
+    }
+}
+
+impl<V: FrozenValue + Clone> Clone for Difference<'_, V> {
+    fn clone(&self) -> Self {
+        Difference {
+            streams: self.streams.clone(),
+        }
+    }
+}
+
+impl<V: FrozenValue + Clone> Clone for SymmetricDifference<'_, V> {
+    fn clone(&self) -> Self {
+        SymmetricDifference {
+            union: self.union.clone(),
+        }
+    }
+}
