@@ -92,6 +92,17 @@
 //! `Option<&V>`. For integers that is free; for byte strings it allocates a
 //! copy.
 //!
+//! # Combining layers
+//!
+//! [`OpBuilder`] streams the union, intersection, difference or symmetric
+//! difference of several layers (or ranges and prefixes of them) in key
+//! order, each key with the values of the layers that hold it; a stream
+//! that falls far behind seeks ahead, so a small layer intersected with a
+//! large one costs about a lookup per key of the small one. Over two layers
+//! of 4.4 M Debian paths it runs at 2.4–2.6× the fst crate's `OpBuilder`,
+//! and at 43–46× for a layer of 7 k paths against one of 4.4 M
+//! (`harness/examples/frozen_ops.rs`).
+//!
 //! # Example
 //!
 //! ```
