@@ -257,6 +257,49 @@ fn panicking_retain_leaks_nothing() {
     assert_eq!(ledger.dropped.get(), 300);
 }
 
+/// `extract_if` hands removed values out one at a time: a predicate that
+/// panics part-way leaves those taken before it out and the rest in, each
+/// value dropped once; an iterator dropped early leaves the rest in.
+#[test]
+fn panicking_extract_if_leaks_nothing() {
+    let ledger = Rc::new(Ledger::default());
+    let mut map: FastArt<_> = (0..300).map(|i| (key(i), tracked(&ledger, i))).collect();
+    let mut taken = Vec::new();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let evens = map.extract_if::<[u8], _, _>(.., |_, value| {
+            assert!(value.id != 150, "extract_if's predicate panics");
+            value.id % 2 == 0
+        });
+        for entry in evens {
+            taken.push(entry);
+        }
+    }));
+    assert!(result.is_err());
+    map.check_invariants().unwrap();
+    // The even ids before 150 in key order are out, in that order; the rest in.
+    let mut in_order: Vec<usize> = (0..300).collect();
+    in_order.sort_by_key(|&i| key(i));
+    let before: Vec<usize> = in_order.iter().copied().take_while(|&i| i != 150).collect();
+    let evens: Vec<usize> = before.iter().copied().filter(|i| i % 2 == 0).collect();
+    assert_eq!(
+        taken.iter().map(|(_, value)| value.id).collect::<Vec<_>>(),
+        evens
+    );
+    let out = evens.len();
+    assert!(out > 0 && (map.len(), ledger.live()) == (300 - out, 300));
+    drop(taken);
+    assert_eq!(ledger.live(), 300 - out);
+    // Dropped after one: the rest stays.
+    let first = map.extract_if::<[u8], _, _>(.., |_, _| true).next();
+    let left_first = in_order.iter().copied().find(|i| !evens.contains(i));
+    assert_eq!(first.map(|(_, value)| value.id), left_first);
+    assert_eq!((map.len(), ledger.live()), (299 - out, 299 - out));
+    map.check_invariants().unwrap();
+    drop(map);
+    assert_eq!(ledger.live(), 0);
+    assert_eq!(ledger.dropped.get(), 300);
+}
+
 #[test]
 fn panicking_or_insert_with_leaves_the_map_unchanged() {
     let ledger = Rc::new(Ledger::default());

@@ -76,6 +76,10 @@ enum Op {
     /// Keeps the entries whose value, xor the seed, is not a multiple of
     /// three, adding the seed to the values kept.
     Retain(u32),
+    /// `extract_if` over a range: takes the entries whose value, xor the
+    /// seed, is a multiple of three, adding the seed to the values of those
+    /// it passes over; dropped after as many as given (all if none).
+    ExtractIf(Bound<Vec<u8>>, Bound<Vec<u8>>, u32, Option<usize>),
     /// Adds to every value through `iter_mut` (or `values_mut`).
     AddToAll(u32, bool),
     /// Adds to the values of a range through `range_mut`, taking from the
@@ -128,6 +132,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (key(), any::<u32>()).prop_map(|(k, v)| Op::TryInsert(k, v)),
         1 => key().prop_map(Op::RemoveEntry),
         1 => any::<u32>().prop_map(Op::Retain),
+        2 => (bound(), bound(), any::<u32>(), prop::option::of(0usize..6))
+            .prop_map(|(lo, hi, seed, take)| Op::ExtractIf(lo, hi, seed, take)),
         1 => (any::<u32>(), any::<bool>()).prop_map(|(v, values)| Op::AddToAll(v, values)),
         1 => (bound(), bound(), any::<u32>(), sides()).prop_map(|(a, b, v, s)| Op::AddToRange(a, b, v, s)),
         1 => (any::<bool>(), any::<bool>()).prop_map(|(last, remove)| Op::EdgeEntry(last, remove)),
@@ -491,6 +497,62 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                 map.iter()
                     .map(|(k, v)| (k, *v))
                     .eq(model.iter().map(|(k, v)| (k.clone(), *v)))
+            );
+        }
+        Op::ExtractIf(lo, hi, seed, take) => {
+            let take = take.unwrap_or(usize::MAX);
+            let picks = |v: &mut u32| {
+                let picked = (*v ^ seed).is_multiple_of(3);
+                if !picked {
+                    *v = v.wrapping_add(*seed);
+                }
+                picked
+            };
+            let mut seen = Vec::new();
+            let mut it = map.extract_if::<Vec<u8>, _, _>((lo.clone(), hi.clone()), |k, v| {
+                seen.push(k.to_vec());
+                picks(v)
+            });
+            let len = model.len();
+            let (mut taken, mut hints) = (Vec::new(), Vec::new());
+            while taken.len() < take {
+                hints.push(it.size_hint());
+                match it.next() {
+                    Some(entry) => taken.push(entry),
+                    None => {
+                        assert!(it.next().is_none(), "extract_if yields after its end");
+                        break;
+                    }
+                }
+            }
+            drop(it);
+            // The model: the range in order, up to the last entry taken.
+            let mut expected = Vec::new();
+            let mut expected_seen = Vec::new();
+            let in_it: Vec<Vec<u8>> = model
+                .keys()
+                .filter(|k| in_range(k, lo, hi))
+                .cloned()
+                .collect();
+            for k in in_it {
+                if expected.len() == take {
+                    break;
+                }
+                expected_seen.push(k.clone());
+                if picks(model.get_mut(&k).unwrap()) {
+                    let v = model.remove(&k).unwrap();
+                    expected.push((k, v));
+                }
+            }
+            assert_eq!(taken, expected, "extract_if {lo:?}..{hi:?} taking {take}");
+            // Before step i, the entries it and later steps yielded are left.
+            for (i, &(least, most)) in hints.iter().enumerate() {
+                let left = taken.len() - i;
+                assert!(least <= left && most.is_some_and(|most| left <= most && most <= len - i));
+            }
+            assert_eq!(
+                seen, expected_seen,
+                "extract_if's predicate saw other entries"
             );
         }
         Op::AddToAll(add, values_only) => {

@@ -4,10 +4,15 @@
 //! key into a new `Vec<u8>` per entry; the lending `next_entry` and
 //! `next_back_entry` methods return it borrowed from the iterator instead.
 
+use std::fmt;
 use std::iter::FusedIterator;
 use std::marker::PhantomData;
+use std::ops::Bound;
 
+use super::FastArt;
 use super::raw::{RawArt, RawIter};
+use crate::fmt::ByteStr;
+use crate::keys::as_slice;
 
 /// # Safety
 /// `v` must point to a live value that outlives `'a` unchanged.
@@ -766,5 +771,79 @@ impl<V> Clone for Values<'_, V> {
         Values {
             inner: self.inner.clone(),
         }
+    }
+}
+
+/// The entries of a range that a predicate picks, removed as they are
+/// yielded; see [`FastArt::extract_if`](super::FastArt::extract_if).
+pub struct ExtractIf<'a, V, F> {
+    map: &'a mut FastArt<V>,
+    /// Where the next search starts: after the entry yielded last.
+    from: Bound<Vec<u8>>,
+    to: Bound<Vec<u8>>,
+    pred: F,
+    /// Whether the range has been searched to its end.
+    done: bool,
+}
+
+impl<'a, V, F> ExtractIf<'a, V, F> {
+    pub(super) fn new(
+        map: &'a mut FastArt<V>,
+        from: Bound<Vec<u8>>,
+        to: Bound<Vec<u8>>,
+        pred: F,
+    ) -> Self {
+        ExtractIf {
+            map,
+            from,
+            to,
+            pred,
+            done: false,
+        }
+    }
+}
+
+impl<V, F: FnMut(&[u8], &mut V) -> bool> Iterator for ExtractIf<'_, V, F> {
+    type Item = (Vec<u8>, V);
+
+    fn next(&mut self) -> Option<(Vec<u8>, V)> {
+        if self.done {
+            return None;
+        }
+        // A walk of the range from where the last match was, until the next
+        // one; the tree changes only once the walk is dropped.
+        let bounds = (as_slice(&self.from), as_slice(&self.to));
+        let mut entries = self.map.range_mut::<[u8], _>(bounds);
+        let key = loop {
+            let Some((key, value)) = entries.next_entry() else {
+                self.done = true;
+                return None;
+            };
+            if (self.pred)(key, value) {
+                break key.to_vec();
+            }
+        };
+        let value = self.map.remove(&key).expect("the key just found");
+        self.from = Bound::Excluded(key.clone());
+        Some((key, value))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(if self.done { 0 } else { self.map.len() }))
+    }
+}
+
+impl<V, F: FnMut(&[u8], &mut V) -> bool> FusedIterator for ExtractIf<'_, V, F> {}
+
+impl<V, F> fmt::Debug for ExtractIf<'_, V, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn bound(bound: &Bound<Vec<u8>>) -> Bound<ByteStr<'_>> {
+            bound.as_ref().map(|key| ByteStr(key))
+        }
+        f.debug_struct("ExtractIf")
+            .field("from", &bound(&self.from))
+            .field("to", &bound(&self.to))
+            .field("done", &self.done)
+            .finish_non_exhaustive()
     }
 }

@@ -79,8 +79,8 @@ use crate::lanes::LANES;
 
 pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
 pub use self::iter::{
-    IntoIter, IntoKeys, IntoValues, Iter, IterMut, Keys, PrefixesOf, Range, RangeMut, Values,
-    ValuesMut,
+    ExtractIf, IntoIter, IntoKeys, IntoValues, Iter, IterMut, Keys, PrefixesOf, Range, RangeMut,
+    Values, ValuesMut,
 };
 
 use self::raw::{RawArt, RawIter};
@@ -576,6 +576,43 @@ impl<V> FastArt<V> {
         for key in doomed {
             self.remove(key);
         }
+    }
+
+    /// Removes the entries in `range` for which `pred` returns true, and
+    /// yields them, in key order, as `BTreeMap::extract_if` does. `pred`
+    /// sees each entry of the range at most once and may change the values
+    /// of those it keeps.
+    ///
+    /// The iterator is lazy: entries after the last one it yielded stay
+    /// unseen, and in the map, if it is dropped early. Each entry removed
+    /// costs a descent to find the next match from where the last one was
+    /// and one to remove it (the keys passed over between them cost a step
+    /// each), plus its key, copied into the `Vec` yielded.
+    ///
+    /// ```
+    /// let mut map: memkv::FastArt<u32> = (0..8u32).map(|i| (format!("k{i}"), i)).collect();
+    /// let evens: Vec<(Vec<u8>, u32)> = map.extract_if::<str, _, _>(.., |_, v| *v % 2 == 0).collect();
+    /// assert_eq!(evens.len(), 4);
+    /// assert_eq!(map.len(), 4);
+    ///
+    /// // Only within a range, and only as far as it is read.
+    /// let mut low = map.extract_if("k0".."k5", |_, _| true);
+    /// assert_eq!(low.next(), Some((b"k1".to_vec(), 1)));
+    /// drop(low);
+    /// assert_eq!(map.keys().collect::<Vec<_>>(), [b"k3".to_vec(), b"k5".to_vec(), b"k7".to_vec()]);
+    /// ```
+    pub fn extract_if<T, R, F>(&mut self, range: R, pred: F) -> ExtractIf<'_, V, F>
+    where
+        T: AsRef<[u8]> + ?Sized,
+        R: RangeBounds<T>,
+        F: FnMut(&[u8], &mut V) -> bool,
+    {
+        ExtractIf::new(
+            self,
+            owned_bound(range.start_bound()),
+            owned_bound(range.end_bound()),
+            pred,
+        )
     }
 
     /// The entry for `key`, for in-place manipulation.
