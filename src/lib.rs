@@ -124,6 +124,7 @@ mod error;
 mod fmt;
 mod keys;
 mod lanes;
+mod search;
 
 pub mod art;
 pub mod frozen;

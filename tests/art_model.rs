@@ -10,6 +10,8 @@ use memkv::art::Entry;
 use proptest::prelude::*;
 
 mod common;
+#[path = "common/dfa.rs"]
+mod dfa;
 #[path = "common/radix_keys.rs"]
 mod radix_keys;
 
@@ -80,6 +82,8 @@ enum Op {
     /// seed, is a multiple of three, adding the seed to the values of those
     /// it passes over; dropped after as many as given (all if none).
     ExtractIf(Bound<Vec<u8>>, Bound<Vec<u8>>, u32, Option<usize>),
+    /// `search` with a random automaton, read by `next` or `next_entry`.
+    Search(dfa::Dfa, bool),
     /// Adds to every value through `iter_mut` (or `values_mut`).
     AddToAll(u32, bool),
     /// Adds to the values of a range through `range_mut`, taking from the
@@ -132,6 +136,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (key(), any::<u32>()).prop_map(|(k, v)| Op::TryInsert(k, v)),
         1 => key().prop_map(Op::RemoveEntry),
         1 => any::<u32>().prop_map(Op::Retain),
+        2 => (dfa::dfa(), any::<bool>()).prop_map(|(dfa, lend)| Op::Search(dfa, lend)),
         2 => (bound(), bound(), any::<u32>(), prop::option::of(0usize..6))
             .prop_map(|(lo, hi, seed, take)| Op::ExtractIf(lo, hi, seed, take)),
         1 => (any::<u32>(), any::<bool>()).prop_map(|(v, values)| Op::AddToAll(v, values)),
@@ -498,6 +503,23 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                     .map(|(k, v)| (k, *v))
                     .eq(model.iter().map(|(k, v)| (k.clone(), *v)))
             );
+        }
+        Op::Search(dfa, lend) => {
+            let expected: Vec<(Vec<u8>, u32)> = (model.iter())
+                .filter(|(k, _)| dfa.accepts(k))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            let mut found = Vec::new();
+            let mut search = map.search(dfa.clone());
+            if *lend {
+                while let Some((k, v)) = search.next_entry() {
+                    found.push((k.to_vec(), *v));
+                }
+            } else {
+                found.extend(search.by_ref().map(|(k, v)| (k, *v)));
+            }
+            assert!(search.next().is_none(), "search yields after its end");
+            assert_eq!(found, expected, "search {dfa:?}");
         }
         Op::ExtractIf(lo, hi, seed, take) => {
             let take = take.unwrap_or(usize::MAX);
@@ -1076,4 +1098,38 @@ fn split_off_and_append_keep_each_maps_auto_compact_setting() {
             );
         }
     }
+}
+
+/// A search reads the keys its automaton can still match, and skips the
+/// rest a dead end at a time: over 20,000 keys under 100 directories, one
+/// directory's worth of keys and a few bytes per other directory.
+#[test]
+fn search_skips_what_cannot_match() {
+    use memkv::frozen::automaton::{Automaton, Str};
+    let map: FastArt<u32> = (0..20_000u32)
+        .map(|i| (format!("dir{:03}/file{i:05}", i % 100), i))
+        .collect();
+    let bytes = std::cell::Cell::new(0);
+    let under = dfa::Counting {
+        inner: Str::new("dir042/").starts_with(),
+        bytes: &bytes,
+    };
+    assert_eq!(map.search(under).count(), 200);
+    // The first of the 200 keys whole (16 bytes), then of each the bytes
+    // after those it shares with the one before (at most 5 of "file00042"),
+    // and up to 7 bytes for the first key of each other directory (or
+    // past them).
+    assert!(
+        bytes.get() <= 16 + 199 * 5 + 100 * 7,
+        "{} bytes fed",
+        bytes.get()
+    );
+    // Nothing can match from the start: not one byte is read.
+    bytes.set(0);
+    let never = dfa::Counting {
+        inner: memkv::frozen::automaton::AlwaysMatch.complement(),
+        bytes: &bytes,
+    };
+    assert_eq!(map.search(never).count(), 0);
+    assert_eq!(bytes.get(), 0);
 }

@@ -11,8 +11,11 @@ use std::ops::Bound;
 
 use super::FastArt;
 use super::raw::{RawArt, RawIter};
+use fst::Automaton;
+
 use crate::fmt::ByteStr;
 use crate::keys::as_slice;
+use crate::search::{Pruner, Verdict};
 
 /// # Safety
 /// `v` must point to a live value that outlives `'a` unchanged.
@@ -843,6 +846,84 @@ impl<V, F> fmt::Debug for ExtractIf<'_, V, F> {
         f.debug_struct("ExtractIf")
             .field("from", &bound(&self.from))
             .field("to", &bound(&self.to))
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The entries whose keys an automaton accepts, in key order; see
+/// [`FastArt::search`](super::FastArt::search).
+pub struct Search<'a, V, A: Automaton> {
+    map: &'a FastArt<V>,
+    entries: Range<'a, V>,
+    pruner: Pruner<A>,
+    done: bool,
+}
+
+impl<'a, V, A: Automaton> Search<'a, V, A> {
+    pub(super) fn new(map: &'a FastArt<V>, automaton: A) -> Self {
+        let pruner = Pruner::new(automaton);
+        Search {
+            map,
+            entries: map.range::<[u8], _>(..),
+            done: pruner.hopeless(),
+            pruner,
+        }
+    }
+
+    /// The next entry, its key borrowed from the search (valid until the
+    /// next call): no allocation per entry.
+    ///
+    /// ```
+    /// use memkv::frozen::automaton::{Automaton, Str};
+    ///
+    /// let map: memkv::FastArt<u8> = [("usr/bin", 1), ("usr/lib", 2), ("var", 3)].into_iter().collect();
+    /// let mut under_usr = map.search(Str::new("usr/").starts_with());
+    /// let mut total = 0;
+    /// while let Some((_, value)) = under_usr.next_entry() {
+    ///     total += value;
+    /// }
+    /// assert_eq!(total, 3);
+    /// ```
+    pub fn next_entry(&mut self) -> Option<(&[u8], &'a V)> {
+        while !self.done {
+            let Some((key, value)) = self.entries.next_entry() else {
+                self.done = true;
+                break;
+            };
+            match self.pruner.judge(key) {
+                Verdict::Match => return Some((self.pruner.key(), value)),
+                Verdict::Miss => {}
+                Verdict::SkipTo(Some(next)) => {
+                    self.entries = self
+                        .map
+                        .range::<[u8], _>((Bound::Included(next.as_slice()), Bound::Unbounded));
+                }
+                Verdict::SkipTo(None) => self.done = true,
+            }
+        }
+        None
+    }
+}
+
+impl<'a, V, A: Automaton> Iterator for Search<'a, V, A> {
+    type Item = (Vec<u8>, &'a V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry().map(|(key, value)| (key.to_vec(), value))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(if self.done { 0 } else { self.map.len() }))
+    }
+}
+
+impl<V, A: Automaton> FusedIterator for Search<'_, V, A> {}
+
+impl<V, A: Automaton> fmt::Debug for Search<'_, V, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Search")
+            .field("key", &ByteStr(self.pruner.key()))
             .field("done", &self.done)
             .finish_non_exhaustive()
     }

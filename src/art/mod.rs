@@ -72,6 +72,8 @@ use std::hash::{Hash, Hasher};
 use std::mem;
 use std::ops::{Index, RangeBounds};
 
+use fst::Automaton;
+
 use crate::Error;
 use crate::fmt::ByteStr;
 use crate::keys::owned_bound;
@@ -80,7 +82,7 @@ use crate::lanes::LANES;
 pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
 pub use self::iter::{
     ExtractIf, IntoIter, IntoKeys, IntoValues, Iter, IterMut, Keys, PrefixesOf, Range, RangeMut,
-    Values, ValuesMut,
+    Search, Values, ValuesMut,
 };
 
 use self::raw::{RawArt, RawIter};
@@ -767,6 +769,32 @@ impl<V> FastArt<V> {
             owned_bound(range.start_bound()),
             owned_bound(range.end_bound()),
         )
+    }
+
+    /// The entries whose keys `automaton` accepts, in key order: the same
+    /// automata as [`FrozenLayer::search`](crate::FrozenLayer::search)
+    /// takes ([`frozen::automaton`](crate::frozen::automaton): prefixes,
+    /// subsequences, with the `levenshtein` feature edit distances, and
+    /// their combinations).
+    ///
+    /// Each key is fed to the automaton from where it parts from the key
+    /// before it. When the bytes of a key so far leave the automaton unable
+    /// to match (its `can_match`), the search seeks past every key that
+    /// starts with them, a walk from the root, rather than stepping through
+    /// them: it reads the keys the automaton can still match, plus one seek
+    /// per dead end.
+    ///
+    /// ```
+    /// use memkv::frozen::automaton::{Automaton, Str, Subsequence};
+    ///
+    /// let map: memkv::FastArt<u32> =
+    ///     [("usr/bin/cat", 1), ("usr/lib/cat.so", 2), ("var/cache", 3)].into_iter().collect();
+    /// assert_eq!(map.search(Str::new("usr/").starts_with()).count(), 2);
+    /// let fuzzy: Vec<u32> = map.search(Subsequence::new("uca")).map(|(_, v)| *v).collect();
+    /// assert_eq!(fuzzy, [1, 2]);
+    /// ```
+    pub fn search<A: Automaton>(&self, automaton: A) -> Search<'_, V, A> {
+        Search::new(self, automaton)
     }
 
     /// The entries whose keys start with `prefix`, in key order.

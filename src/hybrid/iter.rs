@@ -20,10 +20,14 @@ use std::iter::FusedIterator;
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
+use fst::Automaton;
+
 use super::base::Part;
 use super::layers::{Delta, KeyBounds, Layers};
 use crate::FrozenValue;
+use crate::fmt::ByteStr;
 use crate::keys::as_slice;
+use crate::search::{Pruner, Verdict};
 
 /// Entries in a layer's first batch.
 const FIRST_BATCH: usize = 16;
@@ -594,6 +598,18 @@ impl<V: FrozenValue + Clone> Iter<V> {
         }
     }
 
+    /// Skips the entries before `key`, as [`skip_to`](Self::skip_to), and
+    /// starts the batches it must fetch again small: a search that skips
+    /// often reads few entries between skips.
+    fn seek(&mut self, key: &[u8]) {
+        self.skip_to(key);
+        for source in &mut self.front {
+            if source.batch.len() == 0 && source.from == Resume::At {
+                source.next_batch = FIRST_BATCH;
+            }
+        }
+    }
+
     /// Heap bytes held by the iterator's buffers: a batch of entries per
     /// layer at each end it has been read from. Batches start small and
     /// grow as the iteration goes on, up to a bound, so a long scan holds a
@@ -843,3 +859,79 @@ impl<V> DoubleEndedIterator for PrefixesOf<'_, V> {
 
 impl<V> ExactSizeIterator for PrefixesOf<'_, V> {}
 impl<V> FusedIterator for PrefixesOf<'_, V> {}
+
+/// The entries whose keys an automaton accepts, in key order, from a
+/// snapshot taken when the search began; see
+/// [`HybridMap::search`](super::HybridMap::search).
+pub struct Search<V: FrozenValue, A: Automaton> {
+    entries: Iter<V>,
+    pruner: Pruner<A>,
+    done: bool,
+}
+
+impl<V: FrozenValue + Clone, A: Automaton> Search<V, A> {
+    pub(crate) fn new(entries: Iter<V>, automaton: A) -> Self {
+        let pruner = Pruner::new(automaton);
+        Search {
+            entries,
+            done: pruner.hopeless(),
+            pruner,
+        }
+    }
+
+    /// The next entry, its key borrowed from the search (valid until the
+    /// next call).
+    ///
+    /// ```
+    /// use memkv::frozen::automaton::{Automaton, Str};
+    ///
+    /// let map: memkv::HybridMap<u32> = [("usr/bin", 1), ("usr/lib", 2), ("var", 3)].into_iter().collect();
+    /// let mut under_usr = map.search(Str::new("usr/").starts_with());
+    /// let mut total = 0;
+    /// while let Some((_, value)) = under_usr.next_entry() {
+    ///     total += value;
+    /// }
+    /// assert_eq!(total, 3);
+    /// ```
+    pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
+        while !self.done {
+            let Some((key, value)) = self.entries.next_entry() else {
+                self.done = true;
+                break;
+            };
+            match self.pruner.judge(key) {
+                Verdict::Match => return Some((self.pruner.key(), value)),
+                Verdict::Miss => {}
+                Verdict::SkipTo(Some(next)) => self.entries.seek(&next),
+                Verdict::SkipTo(None) => self.done = true,
+            }
+        }
+        None
+    }
+}
+
+impl<V: FrozenValue + Clone, A: Automaton> Iterator for Search<V, A> {
+    type Item = (Vec<u8>, V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_entry().map(|(key, value)| (key.to_vec(), value))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self.done {
+            true => (0, Some(0)),
+            false => (0, self.entries.size_hint().1),
+        }
+    }
+}
+
+impl<V: FrozenValue + Clone, A: Automaton> FusedIterator for Search<V, A> {}
+
+impl<V: FrozenValue, A: Automaton> fmt::Debug for Search<V, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Search")
+            .field("key", &ByteStr(self.pruner.key()))
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}

@@ -319,7 +319,7 @@ use self::base::{Base, Part};
 pub use self::entry::{Entry, OccupiedEntry, VacantEntry};
 use self::filter::key_hash;
 use self::iter::Batch;
-pub use self::iter::{Iter, Keys, PrefixesOf, Values};
+pub use self::iter::{Iter, Keys, PrefixesOf, Search, Values};
 use self::layers::{Delta, Edge, Layers};
 use self::merge::Outcome;
 pub use self::policy::HybridConfig;
@@ -1494,6 +1494,32 @@ where
     /// ```
     pub fn iter(&self) -> Iter<V> {
         self.iter_bounds(Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// The entries whose keys `automaton` accepts, in key order: a snapshot,
+    /// as [`iter`](Self::iter), searched with the automata
+    /// [`FrozenLayer::search`](crate::FrozenLayer::search) takes
+    /// ([`frozen::automaton`](crate::frozen::automaton)).
+    ///
+    /// The merged entries are fed to the automaton as
+    /// [`FastArt::search`](crate::FastArt::search) feeds them: where the bytes
+    /// so far leave it unable to match, every layer skips the keys that start
+    /// with them, each seeking in its next batch.
+    ///
+    /// ```
+    /// use memkv::frozen::automaton::{Automaton, Subsequence};
+    ///
+    /// let map: memkv::HybridMap<u32> =
+    ///     [("usr/bin/cat", 1), ("usr/lib/cat.so", 2), ("var/cache", 3)].into_iter().collect();
+    /// map.freeze()?;
+    /// map.remove("usr/bin/cat");
+    /// map.insert("usr/local/cat", 4);
+    /// let fuzzy: Vec<u32> = map.search(Subsequence::new("uca")).map(|(_, v)| v).collect();
+    /// assert_eq!(fuzzy, [2, 4]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn search<A: fst::Automaton>(&self, automaton: A) -> Search<V, A> {
+        Search::new(self.iter(), automaton)
     }
 
     /// All keys in order: a snapshot, as [`iter`](Self::iter).
