@@ -5,10 +5,11 @@
 //! Each stream is an [`Iter`] (a whole layer, a range or a prefix). The
 //! union and the symmetric difference keep the streams in a binary heap
 //! ordered by their current keys; the intersection and the difference skip
-//! ahead instead: a stream far behind the key it must reach walks down to
-//! it from the root rather than stepping through every key in between, so
-//! that intersecting a small layer with a large one reads about as many
-//! entries of the large one as the small one has.
+//! ahead instead: a stream still behind the key it must reach after eight
+//! steps walks down to it from the root rather than
+//! stepping through every key in between, so that intersecting a small
+//! layer with a large one reads, per key of the small one, at most ten
+//! entries of the large one and one walk from the root.
 
 use std::fmt;
 use std::iter::FusedIterator;
@@ -334,8 +335,9 @@ impl Heap {
 /// of each stream that holds it: see [`OpBuilder::union`].
 ///
 /// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
-/// the key and values without allocating through
-/// [`next_entry`](Self::next_entry).
+/// the key and values through [`next_entry`](Self::next_entry), which
+/// allocates nothing per entry for integer values (a byte-string value is
+/// still decoded into its own `Vec`).
 pub struct Union<'a, V: FrozenValue> {
     streams: Streams<'a, V>,
     heap: Heap,
@@ -377,8 +379,9 @@ impl<'a, V: FrozenValue> Union<'a, V> {
 /// stream's value: see [`OpBuilder::intersection`].
 ///
 /// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
-/// the key and values without allocating through
-/// [`next_entry`](Self::next_entry).
+/// the key and values through [`next_entry`](Self::next_entry), which
+/// allocates nothing per entry for integer values (a byte-string value is
+/// still decoded into its own `Vec`).
 pub struct Intersection<'a, V: FrozenValue> {
     streams: Streams<'a, V>,
     /// Whether a stream has run out: nothing more can be in all of them.
@@ -437,8 +440,9 @@ impl<V: FrozenValue> Intersection<'_, V> {
 /// [`OpBuilder::difference`].
 ///
 /// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
-/// the key and values without allocating through
-/// [`next_entry`](Self::next_entry).
+/// the key and values through [`next_entry`](Self::next_entry), which
+/// allocates nothing per entry for integer values (a byte-string value is
+/// still decoded into its own `Vec`).
 pub struct Difference<'a, V: FrozenValue> {
     streams: Streams<'a, V>,
 }
@@ -482,8 +486,9 @@ impl<V: FrozenValue> Difference<'_, V> {
 /// with their values: see [`OpBuilder::symmetric_difference`].
 ///
 /// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
-/// the key and values without allocating through
-/// [`next_entry`](Self::next_entry).
+/// the key and values through [`next_entry`](Self::next_entry), which
+/// allocates nothing per entry for integer values (a byte-string value is
+/// still decoded into its own `Vec`).
 pub struct SymmetricDifference<'a, V: FrozenValue> {
     union: Union<'a, V>,
 }
@@ -527,8 +532,10 @@ macro_rules! set_operation {
             }
         }
 
-        // Once a stream has run out (or, for the union, all of them) every
-        // later call finds the same.
+        // Once the operation has ended (the intersection when any stream
+        // ran out, the difference when the first did, the union and the
+        // symmetric difference when all did) every later call finds the
+        // same.
         impl<V: FrozenValue> FusedIterator for $name<'_, V> {}
 
         impl<V: FrozenValue> fmt::Debug for $name<'_, V> {
