@@ -506,7 +506,7 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
         }
         Op::Search(dfa, lend) => {
             let expected: Vec<(Vec<u8>, u32)> = (model.iter())
-                .filter(|(k, _)| dfa.accepts(k))
+                .filter(|(k, _)| dfa::accepts(dfa, k))
                 .map(|(k, v)| (k.clone(), *v))
                 .collect();
             let mut found = Vec::new();
@@ -1132,4 +1132,36 @@ fn search_skips_what_cannot_match() {
     };
     assert_eq!(map.search(never).count(), 0);
     assert_eq!(bytes.get(), 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// `search` over maps of trie-stressing keys, with random automata,
+    /// prefixes of stored keys (whose states match whatever follows), and
+    /// the two combined.
+    #[test]
+    fn search_matches_the_model(
+        entries in prop::collection::btree_map(key(), any::<u32>(), 0..200),
+        automaton in dfa::dfa(),
+        kind in any::<u8>(),
+        pick in any::<prop::sample::Index>(),
+        cut in 0usize..8,
+    ) {
+        let keys: Vec<Vec<u8>> = entries.keys().cloned().collect();
+        let query = dfa::Query::new(kind, automaton, &keys, pick, cut);
+        let map: FastArt<u32> = entries.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let want: Vec<(Vec<u8>, u32)> = (entries.iter())
+            .filter(|(k, _)| dfa::with_query!(&query, |a| dfa::accepts(&a, k)))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        let got: Vec<(Vec<u8>, u32)> =
+            dfa::with_query!(&query, |a| map.search(a).map(|(k, v)| (k, *v)).collect::<Vec<_>>());
+        prop_assert_eq!(&got, &want, "{:?}", query);
+        // The frozen layer's search, the fst crate's stream, answers alike.
+        let layer = memkv::FrozenLayer::from_sorted_iter(entries.iter().map(|(k, v)| (k, *v))).unwrap();
+        let frozen: Vec<(Vec<u8>, u32)> =
+            dfa::with_query!(&query, |a| layer.search(a).collect::<Vec<_>>());
+        prop_assert_eq!(frozen, want, "the fst crate's stream, {:?}", query);
+    }
 }

@@ -359,7 +359,7 @@ fn run_from(
             }
             Op::Search(dfa, lend, (k, v)) => {
                 let want: Vec<_> = (model.iter())
-                    .filter(|(k, _)| dfa.accepts(k))
+                    .filter(|(k, _)| dfa::accepts(&dfa, k))
                     .map(|(k, v)| (k.clone(), *v))
                     .collect();
                 let mut search = map.search(dfa.clone());
@@ -999,4 +999,46 @@ fn search_skips_what_cannot_match() {
         "{} bytes fed",
         bytes.get()
     );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// `search` over a map with a merged base and a delta of writes and
+    /// removals, with random automata, prefixes of stored keys (whose
+    /// states match whatever follows), and the two combined.
+    #[test]
+    fn search_matches_the_model(
+        base in prop::collection::btree_map(key(), any::<u64>(), 0..120),
+        writes in prop::collection::vec((key(), prop::option::of(any::<u64>())), 0..60),
+        automaton in dfa::dfa(),
+        kind in any::<u8>(),
+        pick in any::<prop::sample::Index>(),
+        cut in 0usize..8,
+    ) {
+        let map: HybridMap<Val> = base.iter().map(|(k, v)| (k.clone(), Val(*v))).collect();
+        map.freeze().unwrap();
+        let mut model: BTreeMap<Vec<u8>, u64> = base;
+        for (k, v) in writes {
+            match v {
+                Some(v) => {
+                    map.insert(&k, Val(v));
+                    model.insert(k, v);
+                }
+                None => {
+                    map.remove(&k);
+                    model.remove(&k);
+                }
+            }
+        }
+        let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+        let query = dfa::Query::new(kind, automaton, &keys, pick, cut);
+        let want: Vec<(Vec<u8>, u64)> = (model.iter())
+            .filter(|(k, _)| dfa::with_query!(&query, |a| dfa::accepts(&a, k)))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        let got: Vec<(Vec<u8>, u64)> =
+            dfa::with_query!(&query, |a| map.search(a).map(|(k, v)| (k, v.0)).collect::<Vec<_>>());
+        prop_assert_eq!(got, want, "{:?}", query);
+    }
 }

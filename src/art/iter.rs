@@ -862,12 +862,11 @@ pub struct Search<'a, V, A: Automaton> {
 
 impl<'a, V, A: Automaton> Search<'a, V, A> {
     pub(super) fn new(map: &'a FastArt<V>, automaton: A) -> Self {
-        let pruner = Pruner::new(automaton);
         Search {
             map,
             entries: map.range::<[u8], _>(..),
-            done: pruner.hopeless(),
-            pruner,
+            pruner: Pruner::new(automaton),
+            done: false,
         }
     }
 

@@ -871,11 +871,10 @@ pub struct Search<V: FrozenValue, A: Automaton> {
 
 impl<V: FrozenValue + Clone, A: Automaton> Search<V, A> {
     pub(crate) fn new(entries: Iter<V>, automaton: A) -> Self {
-        let pruner = Pruner::new(automaton);
         Search {
             entries,
-            done: pruner.hopeless(),
-            pruner,
+            pruner: Pruner::new(automaton),
+            done: false,
         }
     }
 
