@@ -1,11 +1,11 @@
-//! Automaton search over a map's keys in order, for the maps that walk
-//! their keys through an iterator that can skip ahead (`FastArt`,
-//! `HybridMap`); the frozen layer walks its fst with the automaton instead.
+//! Automaton search over a map's keys in order, for the maps whose walks
+//! can skip ahead.
 //!
 //! Each key is run through the automaton from where it parts from the key
 //! before it (the states of their shared prefix are kept), and a prefix
 //! after which the automaton cannot match sends the iterator past every
-//! key that starts with it, in one seek. The answers are the fst crate's
+//! longer key that starts with it: in one seek (`FastArt`, `HybridMap`), or
+//! by dropping the walk's frames below it (`FrozenLayer`). The answers are the fst crate's
 //! streams' for the same automaton (tests compare them with the frozen
 //! layer's): a key matches if its state does (after `accept_eof`, except
 //! for the empty key), and `can_match` is asked of a state only on the way
@@ -21,9 +21,9 @@ pub(crate) enum Verdict {
     Match,
     /// It does not, but keys that extend it may.
     Miss,
-    /// None of the keys that start as it does up to some byte can match:
-    /// go on at this key, the first after them (`None`: no key is).
-    SkipTo(Option<Vec<u8>>),
+    /// No key longer than the part of it [`Pruner::key`] now holds and
+    /// starting with it can match: skip them.
+    SkipUnder,
 }
 
 /// The automaton and its states along the key judged last.
@@ -54,13 +54,32 @@ impl<A: Automaton> Pruner<A> {
     }
 
     /// The key judged last, whole after a [`Verdict::Match`] or
-    /// [`Verdict::Miss`].
+    /// [`Verdict::Miss`]; after a [`Verdict::SkipUnder`], the prefix whose
+    /// longer keys are out.
     pub(crate) fn key(&self) -> &[u8] {
         &self.key
     }
 
+    /// Where a search that seeks goes on after a [`Verdict::SkipUnder`]:
+    /// the first key after those under the prefix (`None`: there is none).
+    pub(crate) fn past_skipped(&self) -> Option<Vec<u8>> {
+        prefix_successor(&self.key)
+    }
+
     /// Judges `key`, which comes after the key judged before it.
     pub(crate) fn judge(&mut self, key: &[u8]) -> Verdict {
+        match self.reach(key) {
+            Reach::Out(_) => Verdict::SkipUnder,
+            Reach::Below | Reach::Here if self.matches() => Verdict::Match,
+            Reach::Below | Reach::Here => Verdict::Miss,
+        }
+    }
+
+    /// Feeds `key`, which comes after the key fed before it, to the
+    /// automaton from where the two part, and says whether a walk may yield
+    /// it ([`matches`](Self::matches) then says if it does) and go below
+    /// it.
+    pub(crate) fn reach(&mut self, key: &[u8]) -> Reach {
         let shared = common_prefix(&self.key, key);
         if let Some(always) = self.always {
             if shared >= always {
@@ -68,7 +87,7 @@ impl<A: Automaton> Pruner<A> {
                 // query's range): nothing to feed.
                 self.key.truncate(shared);
                 self.key.extend_from_slice(&key[shared..]);
-                return Verdict::Match;
+                return Reach::Below;
             }
             self.always = None;
         }
@@ -81,7 +100,7 @@ impl<A: Automaton> Pruner<A> {
             // streams check it: the keys under `key[..at]` are out, not
             // `key[..at]` itself, which was judged before.
             if !self.automaton.can_match(&self.states[at]) {
-                return Verdict::SkipTo(prefix_successor(&key[..at]));
+                return Reach::Out(at);
             }
             let state = self.automaton.accept(&self.states[at], byte);
             self.key.push(byte);
@@ -90,22 +109,55 @@ impl<A: Automaton> Pruner<A> {
             if always {
                 self.always = Some(at + 1);
                 self.key.extend_from_slice(&key[at + 1..]);
-                return Verdict::Match;
+                return Reach::Below;
             }
         }
-        let last = &self.states[key.len()];
+        match self.automaton.can_match(&self.states[key.len()]) {
+            true => Reach::Below,
+            false => Reach::Here,
+        }
+    }
+
+    /// Whether the automaton accepts the key [`reach`](Self::reach) took
+    /// last and let through.
+    pub(crate) fn matches(&self) -> bool {
+        if self.always.is_some() {
+            return true;
+        }
+        let last = &self.states[self.key.len()];
         // The fst crate's streams ask the empty key's state without
         // `accept_eof`; the frozen layer's search is such a stream.
-        let end = if key.is_empty() {
+        let end = if self.key.is_empty() {
             None
         } else {
             self.automaton.accept_eof(last)
         };
-        let matched = self.automaton.is_match(end.as_ref().unwrap_or(last));
-        match matched {
-            true => Verdict::Match,
-            false => Verdict::Miss,
-        }
+        self.automaton.is_match(end.as_ref().unwrap_or(last))
+    }
+}
+
+/// What a walk may reach: asked of each node's key as the walk comes to
+/// it, before it yields the key or goes below it.
+pub(crate) trait Guard {
+    fn reach(&mut self, key: &[u8]) -> Reach;
+}
+
+/// A [`Guard`]'s answer.
+pub(crate) enum Reach {
+    /// The key, and the keys below it.
+    Below,
+    /// The key, not those below it.
+    Here,
+    /// No key longer than the first `n` bytes of this one (`n` < its
+    /// length) that starts with them: this node and its subtree are out.
+    Out(usize),
+}
+
+/// The frozen layer's walk asks the automaton about each node it reaches.
+impl<A: Automaton> Guard for Pruner<A> {
+    #[inline]
+    fn reach(&mut self, key: &[u8]) -> Reach {
+        Pruner::reach(self, key)
     }
 }
 

@@ -893,12 +893,13 @@ impl<'a, V, A: Automaton> Search<'a, V, A> {
             match self.pruner.judge(key) {
                 Verdict::Match => return Some((self.pruner.key(), value)),
                 Verdict::Miss => {}
-                Verdict::SkipTo(Some(next)) => {
-                    self.entries = self
-                        .map
-                        .range::<[u8], _>((Bound::Included(next.as_slice()), Bound::Unbounded));
-                }
-                Verdict::SkipTo(None) => self.done = true,
+                Verdict::SkipUnder => match self.pruner.past_skipped() {
+                    Some(next) => {
+                        let from = Bound::Included(next.as_slice());
+                        self.entries = self.map.range::<[u8], _>((from, Bound::Unbounded));
+                    }
+                    None => self.done = true,
+                },
             }
         }
         None

@@ -4,13 +4,13 @@ use std::fmt;
 use std::iter::FusedIterator;
 use std::ops::Bound;
 
-use fst::Streamer;
 use fst::automaton::Automaton;
 
 use super::column::{Encoded, FrozenValue};
 use super::fst_node::{CommonCodes, NodeView, common_codes, follow_chain};
 use super::{FrozenLayer, lookup};
 use crate::keys::{after_start, as_slice, before_end, owned_bound};
+use crate::search::{Guard, Pruner, Reach};
 
 /// Entries of a [`FrozenLayer`] in key order: all of them
 /// ([`iter`](FrozenLayer::iter)), a [`range`](FrozenLayer::range) or a
@@ -128,7 +128,13 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     /// The next key and its ordinal (its value's place in the column).
     #[inline]
     pub(super) fn next_ordinal(&mut self) -> Option<(&[u8], u64)> {
-        let (key, ordinal) = self.front.next()?;
+        self.next_ordinal_guarded(&mut Unguarded)
+    }
+
+    /// The next key `guard` lets the walk reach, and its ordinal.
+    #[inline]
+    fn next_ordinal_guarded<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], u64)> {
+        let (key, ordinal) = self.front.next_guarded(guard)?;
         // Ordinals increase with the keys: at the back's last entry, the
         // two ends have met.
         if self.back_last.is_some_and(|back| ordinal >= back) {
@@ -429,28 +435,27 @@ impl<V: FrozenValue> fmt::Debug for Iter<'_, V> {
 /// Entries of a [`FrozenLayer`] whose keys an automaton accepts, in
 /// increasing key order: see [`search`](FrozenLayer::search).
 ///
-/// This runs the fst crate's automaton stream, which goes forward only. As
-/// with [`Iter`], [`next_entry`](Self::next_entry) lends each key instead of
-/// copying it, and [`next_encoded`](Self::next_encoded) the value too. Its size hint is at most the keys after the last one found.
+/// This is [`Iter`]'s walk over the fst's bytes, each node's key fed to
+/// the automaton from where it parts from the key before it; where the
+/// automaton cannot match below a node, the walk does not go there.  It goes forward only. As
+/// with [`Iter`], [`next_entry`](Self::next_entry) lends each key instead
+/// of copying it, and [`next_encoded`](Self::next_encoded) the value too.
+/// Its size hint is at most the keys after the last one found.
 pub struct Search<'a, V: FrozenValue, A: Automaton> {
-    stream: fst::raw::Stream<'a, A>,
-    layer: &'a FrozenLayer<V>,
-    /// Keys with ordinals below this have been passed: the size hint's
-    /// upper bound is the rest of the layer.
-    passed: u64,
+    entries: Iter<'a, V>,
+    pruner: Pruner<A>,
 }
 
 impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
-    pub(crate) fn new(stream: fst::raw::Stream<'a, A>, layer: &'a FrozenLayer<V>) -> Self {
+    pub(crate) fn new(entries: Iter<'a, V>, automaton: A) -> Self {
         Search {
-            stream,
-            layer,
-            passed: 0,
+            entries,
+            pruner: Pruner::new(automaton),
         }
     }
 
-    /// The next entry, with the key borrowed from the stream (valid until the
-    /// next call), without allocating for the key.
+    /// The next entry, with the key borrowed from the search (valid until
+    /// the next call), without allocating for the key.
     ///
     /// ```
     /// use memkv::frozen::automaton::{Automaton, Str};
@@ -485,17 +490,20 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
     /// ```
     #[inline]
     pub fn next_encoded(&mut self) -> Option<(&[u8], Encoded<'a, V>)> {
-        let layer = self.layer;
+        let layer = self.entries.layer();
         (self.next_ordinal()).map(|(key, ordinal)| (key, layer.encoded_at(ordinal)))
     }
 
     /// The next key the automaton accepts and its ordinal.
-    #[inline]
     fn next_ordinal(&mut self) -> Option<(&[u8], u64)> {
-        let (key, output) = self.stream.next()?;
-        // The stream goes in key order, so ordinals increase.
-        self.passed = output.value() + 1;
-        Some((key, output.value()))
+        loop {
+            // The walk has asked the automaton about each node on the way,
+            // this key's included.
+            let (_, ordinal) = self.entries.next_ordinal_guarded(&mut self.pruner)?;
+            if self.pruner.matches() {
+                return Some((self.pruner.key(), ordinal));
+            }
+        }
     }
 }
 
@@ -510,15 +518,17 @@ impl<V: FrozenValue, A: Automaton> Iterator for Search<'_, V, A> {
     /// At most the keys after the last one found; the automaton may accept
     /// none of them.
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = (self.layer.len() as u64).saturating_sub(self.passed);
-        (0, usize::try_from(left).ok())
+        (0, self.entries.size_hint().1)
     }
 }
+
+// The walk, once run out, stays so.
+impl<V: FrozenValue, A: Automaton> FusedIterator for Search<'_, V, A> {}
 
 impl<V: FrozenValue, A: Automaton> fmt::Debug for Search<'_, V, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Search")
-            .field("layer", self.layer)
+            .field("layer", self.entries.layer())
             .finish_non_exhaustive()
     }
 }
@@ -549,6 +559,16 @@ struct Frame {
     output: u64,
     /// The node's key length.
     depth: usize,
+}
+
+/// Reaches everything: a plain walk.
+struct Unguarded;
+
+impl Guard for Unguarded {
+    #[inline(always)]
+    fn reach(&mut self, _: &[u8]) -> Reach {
+        Reach::Below
+    }
 }
 
 impl<'a> Walker<'a> {
@@ -616,6 +636,16 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// Drops the frames of the nodes at depth `len` and below: the keys
+    /// left under the first `len` bytes of the current key. (Each frame
+    /// holds the transitions still to take from a node whose key is that
+    /// long; those of shallower nodes lead elsewhere.)
+    fn skip_under(&mut self, len: usize) {
+        while self.stack.last().is_some_and(|frame| frame.depth >= len) {
+            self.stack.pop();
+        }
+    }
+
     /// Starts the walk again from the root at the first key at or after
     /// `target`, keeping its buffers.
     fn reseek(&mut self, root: u64, target: &[u8]) {
@@ -625,9 +655,10 @@ impl<'a> Walker<'a> {
         self.seek(root, target, true);
     }
 
-    /// The next key and its output.
+    /// The next key and its output, among those `guard` lets the walk
+    /// reach.
     #[inline]
-    pub(crate) fn next(&mut self) -> Option<(&[u8], u64)> {
+    pub(crate) fn next_guarded<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], u64)> {
         loop {
             let (mut addr, mut output) = match self.reached.take() {
                 Some(reached) => reached,
@@ -647,8 +678,18 @@ impl<'a> Walker<'a> {
             // Chains of one-transition nodes (most nodes) need no frame:
             // there is nothing to come back to.
             addr = follow_chain(self.data, addr, self.codes, &mut self.key, &mut output);
+            let descend = match guard.reach(&self.key) {
+                Reach::Below => true,
+                Reach::Here => false,
+                Reach::Out(len) => {
+                    // Nothing under the first `len` bytes, this node
+                    // included: on with the frames above them.
+                    self.skip_under(len);
+                    continue;
+                }
+            };
             let node = NodeView::branching(self.data, addr);
-            if node.len > 0 {
+            if node.len > 0 && descend {
                 let depth = self.key.len();
                 self.stack.push(Frame {
                     node,

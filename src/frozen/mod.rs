@@ -72,10 +72,11 @@
 //! | [`verify_structure`](FrozenLayer::verify_structure) (an iteration then: 0.53 s) | 1.22 s | | |
 //!
 //! The fst is in the fst crate's format. The crate reads it for
-//! [`nth`](FrozenLayer::nth) and automata ([`search`](FrozenLayer::search));
-//! lookups, [`iter`](FrozenLayer::iter), [`range`](FrozenLayer::range) and
-//! [`prefix`](FrozenLayer::prefix) walk its bytes with memkv's own reader
-//! instead of the crate's general `get` and stream. memkv's own builder
+//! [`nth`](FrozenLayer::nth); lookups, [`iter`](FrozenLayer::iter),
+//! [`range`](FrozenLayer::range), [`prefix`](FrozenLayer::prefix) and
+//! [`search`](FrozenLayer::search) walk its bytes with memkv's own reader
+//! instead of the crate's general `get` and streams (automata are still the
+//! crate's, and searches give its streams' answers). memkv's own builder
 //! (`fst_builder.rs`) writes it: the crate's builder finds repeated
 //! suffixes through a fixed cache of 20,000 nodes, ours through one that
 //! grows with the fst (to 2^20 entries of 8 bytes, freed when it is done),
@@ -146,8 +147,6 @@ use std::io::{BufWriter, Write};
 use std::marker::PhantomData;
 use std::ops::{Bound, Range, RangeBounds};
 use std::path::Path;
-
-use fst::IntoStreamer;
 
 pub use self::build::FrozenLayerBuilder;
 pub use self::column::{BytesColumn, Encoded, FrozenValue, IntColumn, ValueColumn};
@@ -978,7 +977,14 @@ impl<V: FrozenValue> FrozenLayer<V> {
     }
 
     /// The entries whose keys `automaton` accepts, in key order. The fst is
-    /// walked only where the automaton can still match.
+    /// walked only where the automaton can still match: the walk of
+    /// [`iter`](Self::iter), asking the automaton at each branching node (its
+    /// `can_match` before going below, as the fst crate's streams ask it),
+    /// with each key fed from where it parts from the one before. Over the
+    /// 7.3 M Debian paths that ran 1.8–2.3× the fst crate's stream for
+    /// prefix and subsequence queries and as fast for edit distances, which
+    /// leave the walk mostly at the top of the fst
+    /// (`harness/examples/search.rs`).
     ///
     /// ```
     /// use memkv::frozen::automaton::{Automaton, Str, Subsequence};
@@ -1002,7 +1008,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// multi-byte UTF-8 characters it misses some matches (fst issues 38 and
     /// 160; `"\u{783}"` within 1 of `"\u{782}"` is not found).
     pub fn search<A: automaton::Automaton>(&self, automaton: A) -> Search<'_, V, A> {
-        Search::new(self.fst.search(automaton).into_stream(), self)
+        Search::new(self.iter(), automaton)
     }
 
     /// Heap bytes held by the layer: the capacity of its byte buffer when it

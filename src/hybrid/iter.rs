@@ -901,8 +901,10 @@ impl<V: FrozenValue + Clone, A: Automaton> Search<V, A> {
             match self.pruner.judge(key) {
                 Verdict::Match => return Some((self.pruner.key(), value)),
                 Verdict::Miss => {}
-                Verdict::SkipTo(Some(next)) => self.entries.seek(&next),
-                Verdict::SkipTo(None) => self.done = true,
+                Verdict::SkipUnder => match self.pruner.past_skipped() {
+                    Some(next) => self.entries.seek(&next),
+                    None => self.done = true,
+                },
             }
         }
         None
