@@ -368,6 +368,39 @@
 //! # Ok::<(), memkv::Error>(())
 //! ```
 //!
+//! # `FrozenLayer`: set operations hold the values they yield
+//!
+//! A set operation keeps the values of the entry it yielded last, decoded,
+//! to lend them; a value type that must stay on its thread keeps the
+//! operation there too (the layer and its plain iterators hold no `V`, and
+//! cross threads whatever `V` is).
+//!
+//! ```compile_fail,E0277
+//! use std::rc::Rc;
+//! struct Shared(Rc<u64>);
+//! impl memkv::FrozenValue for Shared {
+//!     const TYPE_NAME: &'static str = "Shared";
+//!     type Column = memkv::frozen::IntColumn;
+//!     fn encode(&self) -> u64 { *self.0 }
+//!     fn decode(encoded: u64) -> Self { Shared(Rc::new(encoded)) }
+//! }
+//! fn assert_send<T: Send>() {}
+//! assert_send::<memkv::frozen::Union<'static, Shared>>();
+//! ```
+//!
+//! ```
+//! use std::sync::Arc;
+//! struct Shared(Arc<u64>);
+//! impl memkv::FrozenValue for Shared {
+//!     const TYPE_NAME: &'static str = "Shared";
+//!     type Column = memkv::frozen::IntColumn;
+//!     fn encode(&self) -> u64 { *self.0 }
+//!     fn decode(encoded: u64) -> Self { Shared(Arc::new(encoded)) }
+//! }
+//! fn assert_send<T: Send>() {}
+//! assert_send::<memkv::frozen::Union<'static, Shared>>();
+//! ```
+//!
 //! # `HybridMap`: an entry holds the write lock
 //!
 //! An entry holds the map's write lock (a `std` `RwLockWriteGuard`) until

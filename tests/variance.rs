@@ -102,7 +102,13 @@ fn the_shared_iterators_are_covariant() {
     ) -> art::PrefixesOf<'short, 'short, &'short str> {
         it
     }
+    fn search<'short, 'long: 'short>(
+        it: art::Search<'long, &'static str, Str<'static>>,
+    ) -> art::Search<'short, &'short str, Str<'static>> {
+        it
+    }
     let map = FastArt::from([("a", "x"), ("b", "y")]);
+    assert_eq!(search(map.search(Str::new("b"))).count(), 1);
     assert_eq!(prefixes_of(map.prefixes_of("ab")).count(), 1);
     assert_eq!(iter(map.iter()).count(), 2);
     assert_eq!(range(map.range("b"..)).count(), 1);
@@ -137,6 +143,16 @@ fn the_mutable_iterators_and_entries_shorten_their_borrow() {
     fn iter_mut<'short, 'long: 'short>(it: art::IterMut<'long, u8>) -> art::IterMut<'short, u8> {
         it
     }
+    fn extract_if<'short, 'long: 'short, F>(
+        it: art::ExtractIf<'long, u8, F>,
+    ) -> art::ExtractIf<'short, u8, F> {
+        it
+    }
+    let mut map = FastArt::from([("a", 1u8), ("b", 2)]);
+    assert_eq!(
+        extract_if(map.extract_if::<str, _, _>(.., |_, v| *v == 2)).count(),
+        1
+    );
     fn range_mut<'short, 'long: 'short>(it: art::RangeMut<'long, u8>) -> art::RangeMut<'short, u8> {
         it
     }
@@ -292,6 +308,23 @@ fn the_frozen_iterators_are_send_and_sync_for_any_value() {
             .unwrap()
     });
     assert_eq!(rest, 2);
+}
+
+/// The searches and set operations cross threads as the walks they run
+/// on do. The set operations hold the values they yield last, decoded, so
+/// they ask `V: Send` and `V: Sync` of the value type as a `Vec<V>` would.
+#[test]
+fn searches_and_set_operations_cross_threads() {
+    fn both<T: Send + Sync>() {}
+    both::<art::Search<'static, u8, Str<'static>>>();
+    both::<art::ExtractIf<'static, u8, fn(&[u8], &mut u8) -> bool>>();
+    both::<hybrid::Search<u64, Str<'static>>>();
+    both::<hybrid::Search<Vec<u8>, Str<'static>>>();
+    both::<frozen::OpBuilder<'static, RcInt>>();
+    both::<frozen::Union<'static, u64>>();
+    both::<frozen::Intersection<'static, Vec<u8>>>();
+    both::<frozen::Difference<'static, u64>>();
+    both::<frozen::SymmetricDifference<'static, String>>();
 }
 
 /// A builder holds values encoded, never a `V`, so it is `Send + Sync` (with a `Send + Sync` writer) whatever `V` is, for both columns.
