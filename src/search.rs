@@ -5,11 +5,13 @@
 //! before it (the states of their shared prefix are kept), and a prefix
 //! after which the automaton cannot match sends the iterator past every
 //! longer key that starts with it: in one seek (`FastArt`, `HybridMap`), or
-//! by dropping the walk's frames below it (`FrozenLayer`). The answers are the fst crate's
-//! streams' for the same automaton (tests compare them with the frozen
-//! layer's): a key matches if its state does (after `accept_eof`, except
-//! for the empty key), and `can_match` is asked of a state only on the way
-//! to longer keys.
+//! by dropping the walk's frames below it (`FrozenLayer`). The answers are
+//! the fst crate's streams' for the same automaton (tests compare them with
+//! the crate's own): a key matches if its state does (after `accept_eof`,
+//! except for the empty key), and `can_match` is asked of a state only on
+//! the way to longer keys. One difference, for automata that break the
+//! trait's contract: a state whose `will_always_match` is true is trusted,
+//! and the keys under it match unasked; the crate's streams never ask it.
 
 use fst::Automaton;
 
@@ -158,19 +160,5 @@ impl<A: Automaton> Guard for Pruner<A> {
     #[inline]
     fn reach(&mut self, key: &[u8]) -> Reach {
         Pruner::reach(self, key)
-    }
-}
-
-impl<A: Automaton + Clone> Clone for Pruner<A>
-where
-    A::State: Clone,
-{
-    fn clone(&self) -> Self {
-        Pruner {
-            automaton: self.automaton.clone(),
-            states: self.states.clone(),
-            key: self.key.clone(),
-            always: self.always,
-        }
     }
 }

@@ -300,6 +300,30 @@ fn panicking_extract_if_leaks_nothing() {
     assert_eq!(ledger.dropped.get(), 300);
 }
 
+/// After its predicate panics, `extract_if` yields nothing more and asks
+/// the predicate nothing more, as std's does: the entries it saw are not
+/// seen twice.
+#[test]
+fn extract_if_ends_at_a_panic() {
+    let mut map: FastArt<u32> = (0..10u32).map(|i| (format!("k{i}"), i)).collect();
+    let mut asked = 0;
+    let mut evens = map.extract_if::<[u8], _, _>(.., |_, value| {
+        asked += 1;
+        assert!(asked != 3, "extract_if's predicate panics");
+        *value % 2 == 0
+    });
+    let mut taken = Vec::new();
+    for _ in 0..5 {
+        if let Ok(Some((_, value))) = catch_unwind(AssertUnwindSafe(|| evens.next())) {
+            taken.push(value);
+        }
+    }
+    drop(evens);
+    assert_eq!(taken, [0]);
+    assert_eq!(asked, 3);
+    assert_eq!(map.len(), 9);
+}
+
 #[test]
 fn panicking_or_insert_with_leaves_the_map_unchanged() {
     let ledger = Rc::new(Ledger::default());

@@ -813,21 +813,23 @@ impl<V, F: FnMut(&[u8], &mut V) -> bool> Iterator for ExtractIf<'_, V, F> {
         if self.done {
             return None;
         }
+        // Done unless a match turns up: a predicate that panics ends the
+        // iteration (as std's does), rather than being asked again about
+        // the entries it has seen.
+        self.done = true;
         // A walk of the range from where the last match was, until the next
         // one; the tree changes only once the walk is dropped.
         let bounds = (as_slice(&self.from), as_slice(&self.to));
         let mut entries = self.map.range_mut::<[u8], _>(bounds);
         let key = loop {
-            let Some((key, value)) = entries.next_entry() else {
-                self.done = true;
-                return None;
-            };
+            let (key, value) = entries.next_entry()?;
             if (self.pred)(key, value) {
                 break key.to_vec();
             }
         };
         let value = self.map.remove(&key).expect("the key just found");
         self.from = Bound::Excluded(key.clone());
+        self.done = false;
         Some((key, value))
     }
 

@@ -583,7 +583,9 @@ impl<V> FastArt<V> {
     /// Removes the entries in `range` for which `pred` returns true, and
     /// yields them, in key order, as `BTreeMap::extract_if` does. `pred`
     /// sees each entry of the range at most once and may change the values
-    /// of those it keeps.
+    /// of those it keeps; if it panics, the iterator yields nothing more.
+    /// An inverted range yields nothing (std's panics), as with
+    /// [`range`](Self::range).
     ///
     /// The iterator is lazy: entries after the last one it yielded stay
     /// unseen, and in the map, if it is dropped early. Each entry removed
@@ -781,8 +783,11 @@ impl<V> FastArt<V> {
     /// before it. When the bytes of a key so far leave the automaton unable
     /// to match (its `can_match`), the search seeks past every key that
     /// starts with them, a walk from the root, rather than stepping through
-    /// them: it reads the keys the automaton can still match, plus one seek
-    /// per dead end.
+    /// them: it reads the keys the automaton can still match, plus, per
+    /// dead end, the first key under it and one seek. Answers are the fst
+    /// crate's streams' for the same automaton, but that a state whose
+    /// `will_always_match` is true is trusted (see
+    /// [`FrozenLayer::search`](crate::FrozenLayer::search)).
     ///
     /// ```
     /// use memkv::frozen::automaton::{Automaton, Str, Subsequence};

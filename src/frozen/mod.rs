@@ -76,7 +76,8 @@
 //! [`range`](FrozenLayer::range), [`prefix`](FrozenLayer::prefix) and
 //! [`search`](FrozenLayer::search) walk its bytes with memkv's own reader
 //! instead of the crate's general `get` and streams (automata are still the
-//! crate's, and searches give its streams' answers). memkv's own builder
+//! crate's, and searches give its streams' answers for automata that keep
+//! the trait's contract). memkv's own builder
 //! (`fst_builder.rs`) writes it: the crate's builder finds repeated
 //! suffixes through a fixed cache of 20,000 nodes, ours through one that
 //! grows with the fst (to 2^20 entries of 8 bytes, freed when it is done),
@@ -985,6 +986,13 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// prefix and subsequence queries and as fast for edit distances, which
     /// leave the walk mostly at the top of the fst
     /// (`harness/examples/search.rs`).
+    ///
+    /// The answers are the crate's streams' for the same automaton, with one
+    /// difference, for automata that break the trait's contract: a state
+    /// whose `will_always_match` is true is trusted (every key under it
+    /// matches, without `is_match`, `can_match` or `accept_eof` being asked),
+    /// where the crate's streams never ask it. That is what makes a prefix
+    /// query's keys cost no automaton steps.
     ///
     /// ```
     /// use memkv::frozen::automaton::{Automaton, Str, Subsequence};
