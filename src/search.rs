@@ -128,7 +128,7 @@ impl<A: Automaton> Pruner<A> {
         }
         let last = &self.states[self.key.len()];
         // The fst crate's streams ask the empty key's state without
-        // `accept_eof`; the frozen layer's search is such a stream.
+        // `accept_eof`, and the searches answer as they do.
         let end = if self.key.is_empty() {
             None
         } else {

@@ -435,12 +435,12 @@ impl<V: FrozenValue> fmt::Debug for Iter<'_, V> {
 /// Entries of a [`FrozenLayer`] whose keys an automaton accepts, in
 /// increasing key order: see [`search`](FrozenLayer::search).
 ///
-/// This is [`Iter`]'s walk over the fst's bytes, each node's key fed to
-/// the automaton from where it parts from the key before it; where the
-/// automaton cannot match below a node, the walk does not go there.  It goes forward only. As
-/// with [`Iter`], [`next_entry`](Self::next_entry) lends each key instead
-/// of copying it, and [`next_encoded`](Self::next_encoded) the value too.
-/// Its size hint is at most the keys after the last one found.
+/// This is [`Iter`]'s walk over the fst's bytes, forward only, each node's
+/// key fed to the automaton from where it parts from the key before it:
+/// where the automaton cannot match below a node, the walk does not go
+/// there. As with [`Iter`], [`next_entry`](Self::next_entry) lends each
+/// key instead of copying it, and [`next_encoded`](Self::next_encoded) the
+/// value too. Its size hint is at most the keys after the last one found.
 pub struct Search<'a, V: FrozenValue, A: Automaton> {
     entries: Iter<'a, V>,
     pruner: Pruner<A>,
