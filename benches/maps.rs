@@ -1,4 +1,4 @@
-//! Get, insert, iterate, longest-prefix matching and set operations on the first 20,000 keys
+//! Get, insert, iterate, longest-prefix matching, set operations and automaton searches on the first 20,000 keys
 //! of the committed Debian paths sample, for memkv's structures and the two
 //! std-like baselines, so a change's effect on speed shows before it lands. The `HybridMap` reads go
 //! through a delta: every 16th key updated after a merge ([`hybrid`]).
@@ -424,5 +424,93 @@ fn set_ops(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, insert, get, iterate, longest_prefix, set_ops);
+/// Automaton searches over the sample's first keys: a prefix every key of
+/// a directory shares, and a subsequence every key must be fed to; memkv's
+/// three maps beside the fst crate's stream over a map of the same entries.
+/// Throughput counts the keys of the map.
+fn search(c: &mut Criterion) {
+    use memkv::frozen::automaton::{Automaton, Str, Subsequence};
+    let (entries, sorted) = data();
+    let fastart: FastArt<u64> = entries.iter().copied().collect();
+    let frozen = FrozenLayer::from_sorted_iter(sorted.iter().copied()).unwrap();
+    let hybrid = hybrid(&entries);
+    let fst_map = fst::Map::from_iter(sorted.iter().copied()).unwrap();
+    let under_doc = || Str::new("usr/share/doc/").starts_with();
+    let scattered = || Subsequence::new("libz");
+    // Checked once here, so that the timed loops measure right answers.
+    for count in [
+        frozen.search(under_doc()).count(),
+        fastart.search(under_doc()).count(),
+        hybrid.search(under_doc()).count(),
+    ] {
+        assert_eq!(
+            count,
+            sorted
+                .iter()
+                .filter(|(k, _)| k.starts_with(b"usr/share/doc/"))
+                .count()
+        );
+    }
+    assert_eq!(
+        frozen.search(scattered()).count(),
+        fastart.search(scattered()).count()
+    );
+
+    let mut g = group(c, "search");
+    // Each closure folds every entry found into a checksum.
+    macro_rules! bench {
+        ($name:expr, $automaton:expr) => {
+            g.bench_function(concat!($name, "/fastart"), |b| {
+                b.iter(|| {
+                    let (mut found, mut acc) = (fastart.search($automaton), 0u64);
+                    while let Some((k, v)) = found.next_entry() {
+                        acc = fold(acc, k, *v);
+                    }
+                    acc
+                })
+            });
+            g.bench_function(concat!($name, "/frozen"), |b| {
+                b.iter(|| {
+                    let (mut found, mut acc) = (frozen.search($automaton), 0u64);
+                    while let Some((k, v)) = found.next_entry() {
+                        acc = fold(acc, k, v);
+                    }
+                    acc
+                })
+            });
+            g.bench_function(concat!($name, "/hybrid"), |b| {
+                b.iter(|| {
+                    let (mut found, mut acc) = (hybrid.search($automaton), 0u64);
+                    while let Some((k, v)) = found.next_entry() {
+                        acc = fold(acc, k, v);
+                    }
+                    acc
+                })
+            });
+            g.bench_function(concat!($name, "/fst"), |b| {
+                b.iter(|| {
+                    let mut found = fst::IntoStreamer::into_stream(fst_map.search($automaton));
+                    let mut acc = 0u64;
+                    while let Some((k, v)) = found.next() {
+                        acc = fold(acc, k, v);
+                    }
+                    acc
+                })
+            });
+        };
+    }
+    bench!("prefix", under_doc());
+    bench!("subsequence", scattered());
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    insert,
+    get,
+    iterate,
+    longest_prefix,
+    set_ops,
+    search
+);
 criterion_main!(benches);
