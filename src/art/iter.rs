@@ -785,7 +785,8 @@ pub struct ExtractIf<'a, V, F> {
     from: Bound<Vec<u8>>,
     to: Bound<Vec<u8>>,
     pred: F,
-    /// Whether the range has been searched to its end.
+    /// Whether the iteration has ended: the range searched to its end, or
+    /// the predicate panicked.
     done: bool,
 }
 
