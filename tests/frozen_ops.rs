@@ -184,13 +184,23 @@ where
     entries
 }
 
+/// Drains an operation through `next_entry`, and a clone of it through
+/// `next_encoded` (for `u64` values the stored form is the value), which
+/// must agree.
 macro_rules! lend_all {
     () => {
         |op| {
+            let mut encoded = op.clone();
             let mut entries = Vec::new();
             while let Some((key, values)) = op.next_entry() {
                 entries.push((key.to_vec(), values.to_vec()));
             }
+            let mut stored = Vec::new();
+            while let Some((key, values)) = encoded.next_encoded() {
+                assert_eq!(values.len(), values.size_hint().0);
+                stored.push((key.to_vec(), values.collect::<Vec<_>>()));
+            }
+            assert_eq!(stored, entries, "next_encoded lends what next_entry lends");
             entries
         }
     };
@@ -345,6 +355,13 @@ fn byte_string_values() {
             ),
         ]
     );
+    // Stored forms: the bytes, borrowed from the layers.
+    let mut both = a.op().add(&b).intersection();
+    let (key, values) = both.next_encoded().unwrap();
+    assert_eq!(key, b"x");
+    let values: Vec<(usize, &[u8])> = values.map(|v| (v.index, v.value)).collect();
+    assert_eq!(values, [(0, &b"from a"[..]), (1, &b"from b"[..])]);
+    assert!(both.next_encoded().is_none());
     let only_a: Vec<_> = a.op().add(&b).difference().collect();
     assert_eq!(
         only_a,

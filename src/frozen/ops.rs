@@ -15,7 +15,7 @@ use std::fmt;
 use std::iter::FusedIterator;
 use std::mem;
 
-use super::column::FrozenValue;
+use super::column::{Encoded, FrozenValue};
 use super::iter::Iter;
 
 /// Steps a lagging stream takes one entry at a time before it seeks: a
@@ -184,7 +184,9 @@ struct Streams<'a, V: FrozenValue> {
     heads: Vec<Option<u64>>,
     /// The key of the entry yielded last (a copy: the streams move on).
     key: Vec<u8>,
-    /// Its values.
+    /// Where its values are: (stream, ordinal).
+    taken: Vec<(usize, u64)>,
+    /// Its values, decoded for [`Union::next_entry`] and the like.
     values: Vec<IndexedValue<V>>,
 }
 
@@ -197,6 +199,7 @@ impl<'a, V: FrozenValue> Streams<'a, V> {
             streams,
             heads,
             key: Vec::new(),
+            taken: Vec::new(),
             values: Vec::new(),
         }
     }
@@ -244,8 +247,23 @@ impl<'a, V: FrozenValue> Streams<'a, V> {
     #[inline]
     fn take_value(&mut self, i: usize) {
         let ordinal = self.heads[i].expect("a stream with a current entry");
-        let value = self.streams[i].layer().value_at(ordinal);
-        self.values.push(IndexedValue { index: i, value });
+        self.taken.push((i, ordinal));
+    }
+
+    /// The values to yield, in their stored form.
+    fn encoded(&self) -> impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_ {
+        (self.taken.iter()).map(|&(index, ordinal)| IndexedValue {
+            index,
+            value: self.streams[index].layer().encoded_at(ordinal),
+        })
+    }
+
+    /// The values to yield, decoded.
+    fn decoded(&self) -> impl ExactSizeIterator<Item = IndexedValue<V>> + '_ {
+        (self.encoded()).map(|encoded| IndexedValue {
+            index: encoded.index,
+            value: V::decode(encoded.value),
+        })
     }
 
     /// Whether stream `a`'s current entry comes before stream `b`'s: by key,
@@ -269,8 +287,23 @@ impl<'a, V: FrozenValue> Streams<'a, V> {
         )
     }
 
-    fn entry(&self) -> (&[u8], &[IndexedValue<V>]) {
+    /// The entry to yield, its values decoded into `values`.
+    fn entry(&mut self) -> (&[u8], &[IndexedValue<V>]) {
+        let mut values = mem::take(&mut self.values);
+        values.clear();
+        values.extend(self.decoded());
+        self.values = values;
         (&self.key, &self.values)
+    }
+
+    /// The entry to yield, its values in their stored form.
+    fn encoded_entry(
+        &self,
+    ) -> (
+        &[u8],
+        impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
+    ) {
+        (&self.key, self.encoded())
     }
 }
 
@@ -337,7 +370,8 @@ impl Heap {
 /// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
 /// the key and values through [`next_entry`](Self::next_entry), which
 /// allocates nothing per entry for integer values (a byte-string value is
-/// still decoded into its own `Vec`).
+/// still decoded into its own `Vec`), or through
+/// [`next_encoded`](Self::next_encoded), which lends byte strings too.
 pub struct Union<'a, V: FrozenValue> {
     streams: Streams<'a, V>,
     heap: Heap,
@@ -354,6 +388,31 @@ impl<'a, V: FrozenValue> Union<'a, V> {
         self.step().then(|| self.streams.entry())
     }
 
+    /// The next key and its values in their stored form (a byte string's
+    /// bytes, borrowed from the layer), lent until the next call: nothing
+    /// allocated per entry, whatever the value type.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    ///
+    /// let a = FrozenLayer::from_sorted_iter([("k", "from a".to_string())])?;
+    /// let b = FrozenLayer::from_sorted_iter([("k", "from b".to_string())])?;
+    /// let mut union = a.op().add(&b).union();
+    /// let (key, values) = union.next_encoded().unwrap();
+    /// assert_eq!(key, b"k");
+    /// let bytes: Vec<&[u8]> = values.map(|v| v.value).collect();
+    /// assert_eq!(bytes, [&b"from a"[..], &b"from b"[..]]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn next_encoded(
+        &mut self,
+    ) -> Option<(
+        &[u8],
+        impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
+    )> {
+        self.step().then(|| self.streams.encoded_entry())
+    }
+
     /// Takes the smallest current key and every stream's value for it, and
     /// moves those streams on.
     fn step(&mut self) -> bool {
@@ -362,7 +421,7 @@ impl<'a, V: FrozenValue> Union<'a, V> {
             return false;
         };
         streams.take_key(first);
-        streams.values.clear();
+        streams.taken.clear();
         while let Some(first) = self.heap.first() {
             if streams.key(first) != streams.key.as_slice() {
                 break;
@@ -381,17 +440,29 @@ impl<'a, V: FrozenValue> Union<'a, V> {
 /// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
 /// the key and values through [`next_entry`](Self::next_entry), which
 /// allocates nothing per entry for integer values (a byte-string value is
-/// still decoded into its own `Vec`).
+/// still decoded into its own `Vec`), or through
+/// [`next_encoded`](Self::next_encoded), which lends byte strings too.
 pub struct Intersection<'a, V: FrozenValue> {
     streams: Streams<'a, V>,
     /// Whether a stream has run out: nothing more can be in all of them.
     done: bool,
 }
 
-impl<V: FrozenValue> Intersection<'_, V> {
+impl<'a, V: FrozenValue> Intersection<'a, V> {
     /// The next key and its values, lent until the next call.
     pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
         self.step().then(|| self.streams.entry())
+    }
+
+    /// The next key and its values in their stored form, lent until the
+    /// next call, as [`Union::next_encoded`] lends them.
+    pub fn next_encoded(
+        &mut self,
+    ) -> Option<(
+        &[u8],
+        impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
+    )> {
+        self.step().then(|| self.streams.encoded_entry())
     }
 
     /// Leapfrogs the streams until all agree on a key: each in turn catches
@@ -424,7 +495,7 @@ impl<V: FrozenValue> Intersection<'_, V> {
                 agreed = 1;
             }
         }
-        streams.values.clear();
+        streams.taken.clear();
         for i in 0..count {
             streams.take_value(i);
             if !streams.advance(i) {
@@ -442,15 +513,27 @@ impl<V: FrozenValue> Intersection<'_, V> {
 /// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
 /// the key and values through [`next_entry`](Self::next_entry), which
 /// allocates nothing per entry for integer values (a byte-string value is
-/// still decoded into its own `Vec`).
+/// still decoded into its own `Vec`), or through
+/// [`next_encoded`](Self::next_encoded), which lends byte strings too.
 pub struct Difference<'a, V: FrozenValue> {
     streams: Streams<'a, V>,
 }
 
-impl<V: FrozenValue> Difference<'_, V> {
+impl<'a, V: FrozenValue> Difference<'a, V> {
     /// The next key and its values, lent until the next call.
     pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
         self.step().then(|| self.streams.entry())
+    }
+
+    /// The next key and its values in their stored form, lent until the
+    /// next call, as [`Union::next_encoded`] lends them.
+    pub fn next_encoded(
+        &mut self,
+    ) -> Option<(
+        &[u8],
+        impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
+    )> {
+        self.step().then(|| self.streams.encoded_entry())
     }
 
     /// Takes the first stream's keys in turn until one that no other stream
@@ -470,7 +553,7 @@ impl<V: FrozenValue> Difference<'_, V> {
                 }
             }
             if !held {
-                streams.values.clear();
+                streams.taken.clear();
                 streams.take_value(0);
             }
             streams.advance(0);
@@ -488,20 +571,32 @@ impl<V: FrozenValue> Difference<'_, V> {
 /// Yields `(Vec<u8>, Vec<IndexedValue<V>>)` as an [`Iterator`], or lends
 /// the key and values through [`next_entry`](Self::next_entry), which
 /// allocates nothing per entry for integer values (a byte-string value is
-/// still decoded into its own `Vec`).
+/// still decoded into its own `Vec`), or through
+/// [`next_encoded`](Self::next_encoded), which lends byte strings too.
 pub struct SymmetricDifference<'a, V: FrozenValue> {
     union: Union<'a, V>,
 }
 
-impl<V: FrozenValue> SymmetricDifference<'_, V> {
+impl<'a, V: FrozenValue> SymmetricDifference<'a, V> {
     /// The next key and its values, lent until the next call.
     pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
         self.step().then(|| self.union.streams.entry())
     }
 
+    /// The next key and its values in their stored form, lent until the
+    /// next call, as [`Union::next_encoded`] lends them.
+    pub fn next_encoded(
+        &mut self,
+    ) -> Option<(
+        &[u8],
+        impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
+    )> {
+        self.step().then(|| self.union.streams.encoded_entry())
+    }
+
     fn step(&mut self) -> bool {
         while self.union.step() {
-            if self.union.streams.values.len() % 2 == 1 {
+            if self.union.streams.taken.len() % 2 == 1 {
                 return true;
             }
         }
@@ -520,10 +615,8 @@ macro_rules! set_operation {
                 if !self.step() {
                     return None;
                 }
-                // The values move out (no clone); the next step refills an
-                // empty vector.
                 let streams = self.streams_mut();
-                Some((streams.key.clone(), mem::take(&mut streams.values)))
+                Some((streams.key.clone(), streams.decoded().collect()))
             }
 
             fn size_hint(&self) -> (usize, Option<usize>) {
@@ -622,18 +715,20 @@ set_operation!(Difference, |op| match op.streams.heads.is_empty() {
     false => (0, op.streams.left(0).1),
 });
 
-impl<V: FrozenValue + Clone> Clone for Streams<'_, V> {
+impl<V: FrozenValue> Clone for Streams<'_, V> {
     fn clone(&self) -> Self {
         Streams {
             streams: self.streams.clone(),
             heads: self.heads.clone(),
             key: self.key.clone(),
-            values: self.values.clone(),
+            taken: self.taken.clone(),
+            // Scratch space, filled again for each entry lent.
+            values: Vec::new(),
         }
     }
 }
 
-impl<V: FrozenValue + Clone> Clone for Union<'_, V> {
+impl<V: FrozenValue> Clone for Union<'_, V> {
     fn clone(&self) -> Self {
         Union {
             streams: self.streams.clone(),
@@ -642,7 +737,7 @@ impl<V: FrozenValue + Clone> Clone for Union<'_, V> {
     }
 }
 
-impl<V: FrozenValue + Clone> Clone for Intersection<'_, V> {
+impl<V: FrozenValue> Clone for Intersection<'_, V> {
     fn clone(&self) -> Self {
         Intersection {
             streams: self.streams.clone(),
@@ -651,7 +746,7 @@ impl<V: FrozenValue + Clone> Clone for Intersection<'_, V> {
     }
 }
 
-impl<V: FrozenValue + Clone> Clone for Difference<'_, V> {
+impl<V: FrozenValue> Clone for Difference<'_, V> {
     fn clone(&self) -> Self {
         Difference {
             streams: self.streams.clone(),
@@ -659,7 +754,7 @@ impl<V: FrozenValue + Clone> Clone for Difference<'_, V> {
     }
 }
 
-impl<V: FrozenValue + Clone> Clone for SymmetricDifference<'_, V> {
+impl<V: FrozenValue> Clone for SymmetricDifference<'_, V> {
     fn clone(&self) -> Self {
         SymmetricDifference {
             union: self.union.clone(),
