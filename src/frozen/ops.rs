@@ -371,7 +371,20 @@ impl Heap {
 /// the key and values through [`next_entry`](Self::next_entry), which
 /// allocates nothing per entry for integer values (a byte-string value is
 /// still decoded into its own `Vec`), or through
-/// [`next_encoded`](Self::next_encoded), which lends byte strings too.
+/// [`next_encoded`](Self::next_encoded), which lends byte strings too:
+///
+/// ```
+/// use memkv::FrozenLayer;
+///
+/// let a = FrozenLayer::from_sorted_iter([("k", "from a".to_string())])?;
+/// let b = FrozenLayer::from_sorted_iter([("k", "from b".to_string())])?;
+/// let mut union = a.op().add(&b).union();
+/// let (key, values) = union.next_encoded().unwrap();
+/// assert_eq!(key, b"k");
+/// let bytes: Vec<&[u8]> = values.map(|v| v.value).collect();
+/// assert_eq!(bytes, [&b"from a"[..], &b"from b"[..]]);
+/// # Ok::<(), memkv::Error>(())
+/// ```
 pub struct Union<'a, V: FrozenValue> {
     streams: Streams<'a, V>,
     heap: Heap,
@@ -381,36 +394,6 @@ impl<'a, V: FrozenValue> Union<'a, V> {
     fn new(streams: Streams<'a, V>) -> Self {
         let heap = Heap::new(&streams);
         Union { streams, heap }
-    }
-
-    /// The next key and its values, lent until the next call.
-    pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
-        self.step().then(|| self.streams.entry())
-    }
-
-    /// The next key and its values in their stored form (a byte string's
-    /// bytes, borrowed from the layer), lent until the next call: nothing
-    /// allocated per entry, whatever the value type.
-    ///
-    /// ```
-    /// use memkv::FrozenLayer;
-    ///
-    /// let a = FrozenLayer::from_sorted_iter([("k", "from a".to_string())])?;
-    /// let b = FrozenLayer::from_sorted_iter([("k", "from b".to_string())])?;
-    /// let mut union = a.op().add(&b).union();
-    /// let (key, values) = union.next_encoded().unwrap();
-    /// assert_eq!(key, b"k");
-    /// let bytes: Vec<&[u8]> = values.map(|v| v.value).collect();
-    /// assert_eq!(bytes, [&b"from a"[..], &b"from b"[..]]);
-    /// # Ok::<(), memkv::Error>(())
-    /// ```
-    pub fn next_encoded(
-        &mut self,
-    ) -> Option<(
-        &[u8],
-        impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
-    )> {
-        self.step().then(|| self.streams.encoded_entry())
     }
 
     /// Takes the smallest current key and every stream's value for it, and
@@ -449,22 +432,6 @@ pub struct Intersection<'a, V: FrozenValue> {
 }
 
 impl<'a, V: FrozenValue> Intersection<'a, V> {
-    /// The next key and its values, lent until the next call.
-    pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
-        self.step().then(|| self.streams.entry())
-    }
-
-    /// The next key and its values in their stored form, lent until the
-    /// next call, as [`Union::next_encoded`] lends them.
-    pub fn next_encoded(
-        &mut self,
-    ) -> Option<(
-        &[u8],
-        impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
-    )> {
-        self.step().then(|| self.streams.encoded_entry())
-    }
-
     /// Leapfrogs the streams until all agree on a key: each in turn catches
     /// up with the largest key seen, which moves whenever one overshoots.
     fn step(&mut self) -> bool {
@@ -520,22 +487,6 @@ pub struct Difference<'a, V: FrozenValue> {
 }
 
 impl<'a, V: FrozenValue> Difference<'a, V> {
-    /// The next key and its values, lent until the next call.
-    pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
-        self.step().then(|| self.streams.entry())
-    }
-
-    /// The next key and its values in their stored form, lent until the
-    /// next call, as [`Union::next_encoded`] lends them.
-    pub fn next_encoded(
-        &mut self,
-    ) -> Option<(
-        &[u8],
-        impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
-    )> {
-        self.step().then(|| self.streams.encoded_entry())
-    }
-
     /// Takes the first stream's keys in turn until one that no other stream
     /// holds, each other stream catching up with it.
     fn step(&mut self) -> bool {
@@ -578,22 +529,6 @@ pub struct SymmetricDifference<'a, V: FrozenValue> {
 }
 
 impl<'a, V: FrozenValue> SymmetricDifference<'a, V> {
-    /// The next key and its values, lent until the next call.
-    pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
-        self.step().then(|| self.union.streams.entry())
-    }
-
-    /// The next key and its values in their stored form, lent until the
-    /// next call, as [`Union::next_encoded`] lends them.
-    pub fn next_encoded(
-        &mut self,
-    ) -> Option<(
-        &[u8],
-        impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
-    )> {
-        self.step().then(|| self.union.streams.encoded_entry())
-    }
-
     fn step(&mut self) -> bool {
         while self.union.step() {
             if self.union.streams.taken.len() % 2 == 1 {
@@ -604,10 +539,30 @@ impl<'a, V: FrozenValue> SymmetricDifference<'a, V> {
     }
 }
 
-/// The iterator, size hint, `Debug` and `FusedIterator` impls the four
-/// operations share.
+/// The lending methods and the iterator, size hint, `Debug` and
+/// `FusedIterator` impls the four operations share, given where each keeps
+/// its streams.
 macro_rules! set_operation {
-    ($name:ident, |$op:ident| $size_hint:expr) => {
+    ($name:ident, $($streams:ident).+, |$op:ident| $size_hint:expr) => {
+        impl<'a, V: FrozenValue> $name<'a, V> {
+            /// The next key and its values, lent until the next call.
+            pub fn next_entry(&mut self) -> Option<(&[u8], &[IndexedValue<V>])> {
+                self.step().then(|| self.$($streams).+.entry())
+            }
+
+            /// The next key and its values in their stored form (a byte
+            /// string's bytes, borrowed from the layer), lent until the next
+            /// call: nothing allocated per entry, whatever the value type.
+            pub fn next_encoded(
+                &mut self,
+            ) -> Option<(
+                &[u8],
+                impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_,
+            )> {
+                self.step().then(|| self.$($streams).+.encoded_entry())
+            }
+        }
+
         impl<V: FrozenValue> Iterator for $name<'_, V> {
             type Item = (Vec<u8>, Vec<IndexedValue<V>>);
 
@@ -615,7 +570,7 @@ macro_rules! set_operation {
                 if !self.step() {
                     return None;
                 }
-                let streams = self.streams_mut();
+                let streams = &self.$($streams).+;
                 Some((streams.key.clone(), streams.decoded().collect()))
             }
 
@@ -634,51 +589,11 @@ macro_rules! set_operation {
         impl<V: FrozenValue> fmt::Debug for $name<'_, V> {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.debug_struct(stringify!($name))
-                    .field("streams", &self.streams().heads.len())
+                    .field("streams", &self.$($streams).+.heads.len())
                     .finish_non_exhaustive()
             }
         }
     };
-}
-
-impl<'a, V: FrozenValue> Union<'a, V> {
-    fn streams(&self) -> &Streams<'a, V> {
-        &self.streams
-    }
-
-    fn streams_mut(&mut self) -> &mut Streams<'a, V> {
-        &mut self.streams
-    }
-}
-
-impl<'a, V: FrozenValue> Intersection<'a, V> {
-    fn streams(&self) -> &Streams<'a, V> {
-        &self.streams
-    }
-
-    fn streams_mut(&mut self) -> &mut Streams<'a, V> {
-        &mut self.streams
-    }
-}
-
-impl<'a, V: FrozenValue> Difference<'a, V> {
-    fn streams(&self) -> &Streams<'a, V> {
-        &self.streams
-    }
-
-    fn streams_mut(&mut self) -> &mut Streams<'a, V> {
-        &mut self.streams
-    }
-}
-
-impl<'a, V: FrozenValue> SymmetricDifference<'a, V> {
-    fn streams(&self) -> &Streams<'a, V> {
-        &self.union.streams
-    }
-
-    fn streams_mut(&mut self) -> &mut Streams<'a, V> {
-        &mut self.union.streams
-    }
 }
 
 /// At most every entry left of every stream; at least those of the stream
@@ -694,12 +609,12 @@ fn union_bounds<V: FrozenValue>(streams: &Streams<'_, V>) -> (usize, Option<usiz
         })
 }
 
-set_operation!(Union, |op| union_bounds(&op.streams));
-set_operation!(SymmetricDifference, |op| (
+set_operation!(Union, streams, |op| union_bounds(&op.streams));
+set_operation!(SymmetricDifference, union.streams, |op| (
     0,
     union_bounds(&op.union.streams).1
 ));
-set_operation!(Intersection, |op| {
+set_operation!(Intersection, streams, |op| {
     if op.done {
         (0, Some(0))
     } else {
@@ -710,10 +625,14 @@ set_operation!(Intersection, |op| {
         (0, high)
     }
 });
-set_operation!(Difference, |op| match op.streams.heads.is_empty() {
-    true => (0, Some(0)),
-    false => (0, op.streams.left(0).1),
-});
+set_operation!(
+    Difference,
+    streams,
+    |op| match op.streams.heads.is_empty() {
+        true => (0, Some(0)),
+        false => (0, op.streams.left(0).1),
+    }
+);
 
 impl<V: FrozenValue> Clone for Streams<'_, V> {
     fn clone(&self) -> Self {
