@@ -4,8 +4,8 @@
 //! Each key is run through the automaton from where it parts from the key
 //! before it (the states of their shared prefix are kept), and a prefix
 //! after which the automaton cannot match sends the iterator past every
-//! longer key that starts with it: in one seek (`FastArt`, `HybridMap`), or
-//! by dropping the walk's frames below it (`FrozenLayer`). The answers are
+//! longer key that starts with it: in one seek (`HybridMap`), or by leaving
+//! the subtree under it unwalked (`FastArt`, `FrozenLayer`). The answers are
 //! the fst crate's streams' for the same automaton (tests compare them with
 //! the crate's own): a key matches if its state does (after `accept_eof`,
 //! except for the empty key), and `can_match` is asked of a state only on
@@ -155,7 +155,8 @@ pub(crate) enum Reach {
     Out(usize),
 }
 
-/// The frozen layer's walk asks the automaton about each node it reaches.
+/// The frozen layer's and FastArt's walks ask the automaton about each
+/// node they reach.
 impl<A: Automaton> Guard for Pruner<A> {
     #[inline]
     fn reach(&mut self, key: &[u8]) -> Reach {

@@ -10,12 +10,12 @@ use std::marker::PhantomData;
 use std::ops::Bound;
 
 use super::FastArt;
-use super::raw::{RawArt, RawIter};
+use super::raw::{Cursor, RawArt, RawIter};
 use fst::Automaton;
 
 use crate::fmt::ByteStr;
 use crate::keys::as_slice;
-use crate::search::{Pruner, Verdict};
+use crate::search::Pruner;
 
 /// # Safety
 /// `v` must point to a live value that outlives `'a` unchanged.
@@ -857,8 +857,9 @@ impl<V, F> fmt::Debug for ExtractIf<'_, V, F> {
 /// The entries whose keys an automaton accepts, in key order; see
 /// [`FastArt::search`](super::FastArt::search).
 pub struct Search<'a, V, A: Automaton> {
-    map: &'a FastArt<V>,
-    entries: Range<'a, V>,
+    art: &'a RawArt<V>,
+    /// A walk in place that asks the pruner about each node it enters.
+    walk: Cursor,
     pruner: Pruner<A>,
     done: bool,
 }
@@ -866,8 +867,8 @@ pub struct Search<'a, V, A: Automaton> {
 impl<'a, V, A: Automaton> Search<'a, V, A> {
     pub(super) fn new(map: &'a FastArt<V>, automaton: A) -> Self {
         Search {
-            map,
-            entries: map.range::<[u8], _>(..),
+            art: &map.raw,
+            walk: Cursor::front(map.raw.root(), &[]),
             pruner: Pruner::new(automaton),
             done: false,
         }
@@ -889,20 +890,15 @@ impl<'a, V, A: Automaton> Search<'a, V, A> {
     /// ```
     pub fn next_entry(&mut self) -> Option<(&[u8], &'a V)> {
         while !self.done {
-            let Some((key, value)) = self.entries.next_entry() else {
+            let Some(leaf) = self.walk.next_guarded(self.art, &mut self.pruner) else {
                 self.done = true;
                 break;
             };
-            match self.pruner.judge(key) {
-                Verdict::Match => return Some((self.pruner.key(), value)),
-                Verdict::Miss => {}
-                Verdict::SkipUnder => match self.pruner.past_skipped() {
-                    Some(next) => {
-                        let from = Bound::Included(next.as_slice());
-                        self.entries = self.map.range::<[u8], _>((from, Bound::Unbounded));
-                    }
-                    None => self.done = true,
-                },
+            if self.pruner.matches() {
+                debug_assert_eq!(self.walk.key(), self.pruner.key());
+                // SAFETY: a live value; the tree is borrowed (shared) for 'a.
+                let value = unsafe { shared(self.art.leaf_value(leaf)) };
+                return Some((self.walk.key(), value));
             }
         }
         None
@@ -917,7 +913,7 @@ impl<'a, V, A: Automaton> Iterator for Search<'a, V, A> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(if self.done { 0 } else { self.map.len() }))
+        (0, Some(if self.done { 0 } else { self.art.len() }))
     }
 }
 

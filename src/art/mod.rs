@@ -779,12 +779,13 @@ impl<V> FastArt<V> {
     /// subsequences, with the `levenshtein` feature edit distances, and
     /// their combinations).
     ///
-    /// Each key is fed to the automaton from where it parts from the key
-    /// before it. When the bytes of a key so far leave the automaton unable
-    /// to match (its `can_match`), the search seeks past every key that
-    /// starts with them, a walk from the root, rather than stepping through
-    /// them: it reads the keys the automaton can still match, plus, per
-    /// dead end, the first key under it and one seek. Answers are the fst
+    /// The walk feeds each node's key to the automaton as it enters the
+    /// node, from where that key parts from the one fed before it. When the
+    /// bytes so far leave the automaton unable to match (its `can_match`),
+    /// the walk leaves the node's subtree unvisited: it reads the nodes and
+    /// keys the automaton can still match, plus the node or leaf at each
+    /// dead end. It walks in place, not ahead as [`iter`](Self::iter) does
+    /// (a guarded walk cannot know which leaves it will take). Answers are the fst
     /// crate's streams' for the same automaton, but that a state whose
     /// `will_always_match` is true is trusted (see
     /// [`FrozenLayer::search`](crate::FrozenLayer::search)).

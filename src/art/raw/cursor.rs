@@ -18,6 +18,7 @@ use std::ops::Bound;
 
 use super::node::{Slot, read_ref};
 use super::{RawArt, is_leaf};
+use crate::search::{Guard, Reach};
 
 /// Prefetches the children of `next`, the sibling a walk enters after the
 /// one it is entering now, if it is an inner node.
@@ -355,6 +356,77 @@ impl Cursor {
                     }
                 }
             }
+        }
+    }
+
+    /// Walks in place to the next leaf in key order that `guard` lets it
+    /// reach, its key in `path` (see [`key`](Self::key)).
+    ///
+    /// The guard is asked about each inner node's key as the walk enters it
+    /// and about each leaf's, so a dead end drops a whole subtree where it
+    /// starts: an automaton search pays for the nodes it enters, not for a
+    /// seek from the root per dead end. The walk does not run ahead, as a
+    /// guarded one cannot know which leaves it will take.
+    pub(crate) fn next_guarded<V, G: Guard>(
+        &mut self,
+        art: &RawArt<V>,
+        guard: &mut G,
+    ) -> Option<u32> {
+        self.direct = Some(true);
+        loop {
+            let root = self.root;
+            let top = self.stack.last_mut()?;
+            let slot = if top.node == VIRTUAL {
+                (top.pos <= 1).then_some(Slot {
+                    pos: 1,
+                    edge: None,
+                    child: root,
+                })
+            } else {
+                art.node(top.node).next_at(top.pos)
+            };
+            let Some(slot) = slot else {
+                self.stack.pop();
+                continue;
+            };
+            top.pos = slot.pos + 1;
+            self.path.truncate(top.key_len);
+            self.path.extend(slot.edge);
+            if is_leaf(slot.child) {
+                self.path.extend_from_slice(art.leaf_suffix(slot.child));
+                match guard.reach(&self.path) {
+                    Reach::Out(len) => self.drop_under(len),
+                    Reach::Below | Reach::Here => return Some(slot.child),
+                }
+                continue;
+            }
+            let node = art.node(slot.child);
+            self.path.extend_from_slice(node.prefix());
+            match guard.reach(&self.path) {
+                Reach::Below => {
+                    art.prefetch_children(node);
+                    self.stack.push(Frame {
+                        node: slot.child,
+                        pos: 0,
+                        key_len: self.path.len(),
+                    });
+                }
+                // Only the node's own key: its terminal's (invariant 5: a
+                // terminal's suffix is empty), if it has one.
+                Reach::Here => match node.terminal() {
+                    0 => {}
+                    terminal => return Some(terminal),
+                },
+                Reach::Out(len) => self.drop_under(len),
+            }
+        }
+    }
+
+    /// Drops the frames whose remaining children all extend `path[..len]`:
+    /// a guard has ruled out every key longer than that.
+    fn drop_under(&mut self, len: usize) {
+        while self.stack.last().is_some_and(|top| top.key_len >= len) {
+            self.stack.pop();
         }
     }
 

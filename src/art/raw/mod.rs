@@ -57,7 +57,7 @@ use self::search::{bytes_eq, starts_with};
 use crate::keys::common_prefix;
 use crate::lanes::interleave;
 
-pub(crate) use self::cursor::RawIter;
+pub(crate) use self::cursor::{Cursor, RawIter};
 
 /// Whether a reference names a leaf.
 #[inline(always)]
