@@ -1,11 +1,10 @@
-//! Automaton search over a map's keys in order, for the maps whose walks
-//! can skip ahead.
+//! Automaton search over a map's keys in order.
 //!
-//! Each key is run through the automaton from where it parts from the key
-//! before it (the states of their shared prefix are kept), and a prefix
-//! after which the automaton cannot match sends the iterator past every
-//! longer key that starts with it: in one seek (`HybridMap`), or by leaving
-//! the subtree under it unwalked (`FastArt`, `FrozenLayer`). The answers are
+//! The walks of every map's layers ask a [`Pruner`] about each node's key
+//! as they come to it. It runs the key through the automaton from where it
+//! parts from the key before it (the states of their shared prefix are
+//! kept), and a prefix after which the automaton cannot match leaves the
+//! subtree under it unwalked. The answers are
 //! the fst crate's streams' for the same automaton (tests compare them with
 //! the crate's own): a key matches if its state does (after `accept_eof`,
 //! except for the empty key), and `can_match` is asked of a state only on
@@ -15,26 +14,15 @@
 
 use fst::Automaton;
 
-use crate::keys::{common_prefix, prefix_successor};
+use crate::keys::common_prefix;
 
-/// What a key is to the automaton.
-pub(crate) enum Verdict {
-    /// The automaton accepts it.
-    Match,
-    /// It does not, but keys that extend it may.
-    Miss,
-    /// No key longer than the part of it [`Pruner::key`] now holds and
-    /// starting with it can match: skip them.
-    SkipUnder,
-}
-
-/// The automaton and its states along the key judged last.
+/// The automaton and its states along the key fed last.
 pub(crate) struct Pruner<A: Automaton> {
     automaton: A,
     /// `states[i]` is the state after the first `i` bytes of `key`:
     /// `states.len() == key.len() + 1`, unless `always` stopped them short.
     states: Vec<A::State>,
-    /// The key judged last; after a skip, the part of it the states cover.
+    /// The key fed last; after [`Reach::Out`], the part of it fed.
     key: Vec<u8>,
     /// The length of the shortest prefix of `key` after which the automaton
     /// will match whatever follows (its `will_always_match`), if there is
@@ -55,32 +43,18 @@ impl<A: Automaton> Pruner<A> {
         }
     }
 
-    /// The key judged last, whole after a [`Verdict::Match`] or
-    /// [`Verdict::Miss`]; after a [`Verdict::SkipUnder`], the prefix whose
-    /// longer keys are out.
+    /// The key fed last, as far as it was fed: whole after
+    /// [`Reach::Below`] or [`Reach::Here`], its first `n` bytes after
+    /// [`Reach::Out(n)`](Reach::Out).
     pub(crate) fn key(&self) -> &[u8] {
         &self.key
     }
 
-    /// Where a search that seeks goes on after a [`Verdict::SkipUnder`]:
-    /// the first key after those under the prefix (`None`: there is none).
-    pub(crate) fn past_skipped(&self) -> Option<Vec<u8>> {
-        prefix_successor(&self.key)
-    }
-
-    /// Judges `key`, which comes after the key judged before it.
-    pub(crate) fn judge(&mut self, key: &[u8]) -> Verdict {
-        match self.reach(key) {
-            Reach::Out(_) => Verdict::SkipUnder,
-            Reach::Below | Reach::Here if self.matches() => Verdict::Match,
-            Reach::Below | Reach::Here => Verdict::Miss,
-        }
-    }
-
-    /// Feeds `key`, which comes after the key fed before it, to the
-    /// automaton from where the two part, and says whether a walk may yield
-    /// it ([`matches`](Self::matches) then says if it does) and go below
-    /// it.
+    /// Feeds `key` to the automaton from where it parts from the key fed
+    /// before it, and says whether a walk may yield it
+    /// ([`matches`](Self::matches) then says if it does) and go below it.
+    /// Keys may come in any order (the walks of a hybrid map's layers take
+    /// turns); in key order, each costs only the bytes it does not share.
     pub(crate) fn reach(&mut self, key: &[u8]) -> Reach {
         let shared = common_prefix(&self.key, key);
         if let Some(always) = self.always {
@@ -141,7 +115,15 @@ impl<A: Automaton> Pruner<A> {
 /// What a walk may reach: asked of each node's key as the walk comes to
 /// it, before it yields the key or goes below it.
 pub(crate) trait Guard {
+    /// Whether it ever answers anything but [`Reach::Below`] or rejects a
+    /// key: walks that read several layers take their plain path when not.
+    const PRUNES: bool;
+
     fn reach(&mut self, key: &[u8]) -> Reach;
+
+    /// Whether the key [`reach`](Self::reach) took last, and let through,
+    /// is one to yield.
+    fn matches(&self) -> bool;
 }
 
 /// A [`Guard`]'s answer.
@@ -155,11 +137,34 @@ pub(crate) enum Reach {
     Out(usize),
 }
 
-/// The frozen layer's and FastArt's walks ask the automaton about each
-/// node they reach.
+/// Reaches and yields everything: a plain walk.
+pub(crate) struct Unguarded;
+
+impl Guard for Unguarded {
+    const PRUNES: bool = false;
+
+    #[inline(always)]
+    fn reach(&mut self, _: &[u8]) -> Reach {
+        Reach::Below
+    }
+
+    #[inline(always)]
+    fn matches(&self) -> bool {
+        true
+    }
+}
+
+/// The walks ask the automaton about each node they reach.
 impl<A: Automaton> Guard for Pruner<A> {
+    const PRUNES: bool = true;
+
     #[inline]
     fn reach(&mut self, key: &[u8]) -> Reach {
         Pruner::reach(self, key)
+    }
+
+    #[inline]
+    fn matches(&self) -> bool {
+        Pruner::matches(self)
     }
 }

@@ -15,7 +15,7 @@ use fst::Automaton;
 
 use crate::fmt::ByteStr;
 use crate::keys::as_slice;
-use crate::search::Pruner;
+use crate::search::{Guard, Pruner};
 
 /// # Safety
 /// `v` must point to a live value that outlives `'a` unchanged.
@@ -857,9 +857,7 @@ impl<V, F> fmt::Debug for ExtractIf<'_, V, F> {
 /// The entries whose keys an automaton accepts, in key order; see
 /// [`FastArt::search`](super::FastArt::search).
 pub struct Search<'a, V, A: Automaton> {
-    art: &'a RawArt<V>,
-    /// A walk in place that asks the pruner about each node it enters.
-    walk: Cursor,
+    walk: Guarded<'a, V>,
     pruner: Pruner<A>,
     done: bool,
 }
@@ -867,8 +865,7 @@ pub struct Search<'a, V, A: Automaton> {
 impl<'a, V, A: Automaton> Search<'a, V, A> {
     pub(super) fn new(map: &'a FastArt<V>, automaton: A) -> Self {
         Search {
-            art: &map.raw,
-            walk: Cursor::front(map.raw.root(), &[]),
+            walk: Guarded::new(map, Bound::Unbounded),
             pruner: Pruner::new(automaton),
             done: false,
         }
@@ -889,19 +886,12 @@ impl<'a, V, A: Automaton> Search<'a, V, A> {
     /// assert_eq!(total, 3);
     /// ```
     pub fn next_entry(&mut self) -> Option<(&[u8], &'a V)> {
-        while !self.done {
-            let Some(leaf) = self.walk.next_guarded(self.art, &mut self.pruner) else {
-                self.done = true;
-                break;
-            };
-            if self.pruner.matches() {
-                debug_assert_eq!(self.walk.key(), self.pruner.key());
-                // SAFETY: a live value; the tree is borrowed (shared) for 'a.
-                let value = unsafe { shared(self.art.leaf_value(leaf)) };
-                return Some((self.walk.key(), value));
-            }
+        if self.done {
+            return None;
         }
-        None
+        let entry = self.walk.next_entry(&mut self.pruner);
+        self.done = entry.is_none();
+        entry
     }
 }
 
@@ -913,7 +903,7 @@ impl<'a, V, A: Automaton> Iterator for Search<'a, V, A> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(if self.done { 0 } else { self.art.len() }))
+        (0, Some(if self.done { 0 } else { self.walk.art.len() }))
     }
 }
 
@@ -925,5 +915,56 @@ impl<V, A: Automaton> fmt::Debug for Search<'_, V, A> {
             .field("key", &ByteStr(self.pruner.key()))
             .field("done", &self.done)
             .finish_non_exhaustive()
+    }
+}
+
+/// A forward walk in place from a lower bound that asks a [`Guard`] about
+/// each node it enters and yields the entries the guard
+/// [matches](Guard::matches): the engine of [`Search`], and of the hybrid
+/// map's searches over its deltas.
+pub(crate) struct Guarded<'a, V> {
+    art: &'a RawArt<V>,
+    walk: Cursor,
+    /// An excluded lower bound, passed over if the walk comes to it first.
+    excluded: Option<Vec<u8>>,
+}
+
+impl<'a, V> Guarded<'a, V> {
+    pub(crate) fn new(map: &'a FastArt<V>, lower: Bound<&[u8]>) -> Self {
+        let art = &map.raw;
+        let walk = match lower {
+            Bound::Unbounded => Cursor::front(art.root(), &[]),
+            Bound::Included(key) | Bound::Excluded(key) => Cursor::seek_ge(art, key),
+        };
+        let excluded = match lower {
+            Bound::Excluded(key) => Some(key.to_vec()),
+            _ => None,
+        };
+        Guarded {
+            art,
+            walk,
+            excluded,
+        }
+    }
+
+    /// The next entry the guard lets through, its key borrowed from the
+    /// walk (valid until the next call).
+    #[inline]
+    pub(crate) fn next_entry<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], &'a V)> {
+        loop {
+            let leaf = self.walk.next_guarded(self.art, guard)?;
+            // The first key the walk comes to is the least at or after the
+            // bound, so only it can equal the bound.
+            if let Some(bound) = self.excluded.take()
+                && self.walk.key() == bound.as_slice()
+            {
+                continue;
+            }
+            if guard.matches() {
+                // SAFETY: a live value; the tree is borrowed (shared) for 'a.
+                let value = unsafe { shared(self.art.leaf_value(leaf)) };
+                return Some((self.walk.key(), value));
+            }
+        }
     }
 }

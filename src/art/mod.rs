@@ -85,6 +85,7 @@ pub use self::iter::{
     Search, Values, ValuesMut,
 };
 
+pub(crate) use self::iter::Guarded;
 use self::raw::{RawArt, RawIter};
 
 /// A memory-efficient ordered map from byte-string keys to values: an

@@ -10,7 +10,7 @@ use super::column::{Encoded, FrozenValue};
 use super::fst_node::{CommonCodes, NodeView, common_codes, follow_chain};
 use super::{FrozenLayer, lookup};
 use crate::keys::{after_start, as_slice, before_end, owned_bound};
-use crate::search::{Guard, Pruner, Reach};
+use crate::search::{Guard, Pruner, Reach, Unguarded};
 
 /// Entries of a [`FrozenLayer`] in key order: all of them
 /// ([`iter`](FrozenLayer::iter)), a [`range`](FrozenLayer::range) or a
@@ -129,6 +129,20 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     #[inline]
     pub(super) fn next_ordinal(&mut self) -> Option<(&[u8], u64)> {
         self.next_ordinal_guarded(&mut Unguarded)
+    }
+
+    /// The next entry whose key `guard` lets the walk reach and
+    /// [matches](Guard::matches), as [`next_entry`](Self::next_entry) lends
+    /// it.
+    #[inline]
+    pub(crate) fn next_entry_guarded<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], V)> {
+        let layer = self.layer;
+        loop {
+            let (_, ordinal) = self.next_ordinal_guarded(guard)?;
+            if guard.matches() {
+                return Some((self.front_key(), V::decode(layer.encoded_at(ordinal))));
+            }
+        }
     }
 
     /// The next key `guard` lets the walk reach, and its ordinal.
@@ -559,16 +573,6 @@ struct Frame {
     output: u64,
     /// The node's key length.
     depth: usize,
-}
-
-/// Reaches everything: a plain walk.
-struct Unguarded;
-
-impl Guard for Unguarded {
-    #[inline(always)]
-    fn reach(&mut self, _: &[u8]) -> Reach {
-        Reach::Below
-    }
 }
 
 impl<'a> Walker<'a> {

@@ -27,7 +27,7 @@ use super::layers::{Delta, KeyBounds, Layers};
 use crate::FrozenValue;
 use crate::fmt::ByteStr;
 use crate::keys::as_slice;
-use crate::search::{Pruner, Verdict};
+use crate::search::{Guard, Pruner, Unguarded};
 
 /// Entries in a layer's first batch.
 const FIRST_BATCH: usize = 16;
@@ -159,19 +159,30 @@ impl<V: FrozenValue + Clone> Source<V> {
     /// Makes sure `batch[pos]` exists, fetching the next batch if needed;
     /// false when the layer has no more entries in range.
     #[inline]
-    fn ensure_head(&mut self, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+    fn ensure_head<G: Guard>(
+        &mut self,
+        start: &Bound<Vec<u8>>,
+        end: &Bound<Vec<u8>>,
+        guard: &mut G,
+    ) -> bool {
         if self.pos < self.batch.len() {
             return true;
         }
         if self.exhausted {
             return false;
         }
-        self.refill(start, end);
+        self.refill(start, end, guard);
         self.pos < self.batch.len()
     }
 
+    /// Fetches the next batch: with a guard that prunes (a search, which
+    /// reads forward only), of the entries it lets through only.
     #[cold]
-    fn refill(&mut self, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) {
+    fn refill<G: Guard>(&mut self, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>, guard: &mut G) {
+        debug_assert!(
+            !G::PRUNES || self.direction == Direction::Forward,
+            "searches read forward"
+        );
         if let Some(last) = self.batch.len().checked_sub(1) {
             self.resume.clear();
             self.resume.extend_from_slice(self.batch.key(last));
@@ -196,14 +207,19 @@ impl<V: FrozenValue + Clone> Source<V> {
             Feed::Fixed => true,
             Feed::Delta(delta) => {
                 let mut full = false;
-                delta.visit_in(bounds, self.direction, |key, slot| {
+                let push = |key: &[u8], slot: Option<&V>| {
                     if batch.len() == want {
                         full = true;
                         return ControlFlow::Break(());
                     }
                     batch.push(key, slot.cloned());
                     ControlFlow::Continue(())
-                });
+                };
+                if G::PRUNES {
+                    delta.visit_guarded(bounds, guard, push);
+                } else {
+                    delta.visit_in(bounds, self.direction, push);
+                }
                 !full
             }
             Feed::Base {
@@ -211,7 +227,9 @@ impl<V: FrozenValue + Clone> Source<V> {
                 spent,
                 keep_spent,
             } => match self.direction {
-                Direction::Forward => fill_forward(parts, spent, *keep_spent, bounds, batch, want),
+                Direction::Forward => {
+                    fill_forward(parts, spent, *keep_spent, bounds, batch, want, guard)
+                }
                 Direction::Backward => fill_backward(parts, bounds, batch, want),
             },
         };
@@ -248,17 +266,18 @@ impl<V: FrozenValue + Clone> Source<V> {
     }
 }
 
-/// Fills `batch` with up to `want` of the parts' entries within `bounds`,
-/// from the front; true when the parts ran dry first. Parts read to the end
-/// are dropped, or with `keep_spent` counted in `spent` and dropped at the
-/// next call.
-fn fill_forward<V: FrozenValue>(
+/// Fills `batch` with up to `want` of the parts' entries within `bounds`
+/// that `guard` lets through, from the front; true when the parts ran dry
+/// first. Parts read to the end are dropped, or with `keep_spent` counted
+/// in `spent` and dropped at the next call.
+fn fill_forward<V: FrozenValue, G: Guard>(
     parts: &mut VecDeque<Part<V>>,
     spent: &mut usize,
     keep_spent: bool,
     bounds: KeyBounds<'_>,
     batch: &mut Batch<V>,
     want: usize,
+    guard: &mut G,
 ) -> bool {
     parts.drain(..*spent);
     *spent = 0;
@@ -267,7 +286,7 @@ fn fill_forward<V: FrozenValue>(
             return true;
         };
         let mut entries = part.range(bounds.0, bounds.1);
-        while let Some((key, value)) = entries.next_entry() {
+        while let Some((key, value)) = entries.next_entry_guarded(guard) {
             batch.push(key, Some(value));
             if batch.len() == want {
                 return false;
@@ -518,6 +537,14 @@ impl<V: FrozenValue + Clone> Iter<V> {
     /// assert_eq!(total, 3);
     /// ```
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
+        self.next_entry_guarded(&mut Unguarded)
+    }
+
+    /// The next entry whose key `guard` lets the layers' walks reach and
+    /// matches, as [`next_entry`](Self::next_entry) lends it. A search
+    /// calls it with the same guard throughout, and reads forward only.
+    #[inline]
+    pub(crate) fn next_entry_guarded<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], V)> {
         if self.done {
             return None;
         }
@@ -528,6 +555,7 @@ impl<V: FrozenValue + Clone> Iter<V> {
             Direction::Forward,
             limit,
             &mut self.tally,
+            guard,
         ) else {
             self.done = true;
             return None;
@@ -570,6 +598,7 @@ impl<V: FrozenValue + Clone> Iter<V> {
             Direction::Backward,
             limit,
             &mut self.tally,
+            &mut Unguarded,
         ) else {
             self.done = true;
             return None;
@@ -594,18 +623,6 @@ impl<V: FrozenValue + Clone> Iter<V> {
                 source.resume.clear();
                 source.resume.extend_from_slice(key);
                 source.from = Resume::At;
-            }
-        }
-    }
-
-    /// Skips the entries before `key`, as [`skip_to`](Self::skip_to), and
-    /// starts the batches it must fetch again small: a search that skips
-    /// often reads few entries between skips.
-    fn seek(&mut self, key: &[u8]) {
-        self.skip_to(key);
-        for source in &mut self.front {
-            if source.batch.len() == 0 && source.from == Resume::At {
-                source.next_batch = FIRST_BATCH;
             }
         }
     }
@@ -771,12 +788,13 @@ fn last_key<V: FrozenValue>(
 /// key. Returns where the entry is (source, batch index) and its value;
 /// `None` once the range runs out or the entry would reach `limit`, the
 /// other end's last key.
-fn step<V: FrozenValue + Clone>(
+fn step<V: FrozenValue + Clone, G: Guard>(
     sources: &mut [Source<V>],
     (start, end): (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
     direction: Direction,
     limit: Option<&[u8]>,
     tally: &mut Tally,
+    guard: &mut G,
 ) -> Option<(usize, usize, V)> {
     let nearer = |a: &[u8], b: &[u8]| match direction {
         Direction::Forward => a < b,
@@ -785,7 +803,7 @@ fn step<V: FrozenValue + Clone>(
     loop {
         let mut best: Option<usize> = None;
         for i in 0..sources.len() {
-            if !sources[i].ensure_head(start, end) {
+            if !sources[i].ensure_head(start, end, guard) {
                 continue;
             }
             // Strictly nearer: on equal keys the newer (earlier) source
@@ -864,16 +882,18 @@ impl<V> FusedIterator for PrefixesOf<'_, V> {}
 /// snapshot taken when the search began; see
 /// [`HybridMap::search`](super::HybridMap::search).
 pub struct Search<V: FrozenValue, A: Automaton> {
+    /// A snapshot whose copy of the fresh delta holds the entries `pruner`
+    /// let through; its other layers' walks ask `pruner` as they go.
     entries: Iter<V>,
     pruner: Pruner<A>,
     done: bool,
 }
 
 impl<V: FrozenValue + Clone, A: Automaton> Search<V, A> {
-    pub(crate) fn new(entries: Iter<V>, automaton: A) -> Self {
+    pub(crate) fn new(entries: Iter<V>, pruner: Pruner<A>) -> Self {
         Search {
             entries,
-            pruner: Pruner::new(automaton),
+            pruner,
             done: false,
         }
     }
@@ -893,21 +913,12 @@ impl<V: FrozenValue + Clone, A: Automaton> Search<V, A> {
     /// assert_eq!(total, 3);
     /// ```
     pub fn next_entry(&mut self) -> Option<(&[u8], V)> {
-        while !self.done {
-            let Some((key, value)) = self.entries.next_entry() else {
-                self.done = true;
-                break;
-            };
-            match self.pruner.judge(key) {
-                Verdict::Match => return Some((self.pruner.key(), value)),
-                Verdict::Miss => {}
-                Verdict::SkipUnder => match self.pruner.past_skipped() {
-                    Some(next) => self.entries.seek(&next),
-                    None => self.done = true,
-                },
-            }
+        if self.done {
+            return None;
         }
-        None
+        let entry = self.entries.next_entry_guarded(&mut self.pruner);
+        self.done = entry.is_none();
+        entry
     }
 }
 

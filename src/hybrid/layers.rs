@@ -54,6 +54,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use super::base::Base;
 use super::filter::{KeyFilter, key_hash};
 use super::iter::Direction;
+use crate::art::Guarded;
+use crate::keys::before_end;
+use crate::search::{Guard, Unguarded};
 use crate::{FastArt, FrozenLayer, FrozenValue};
 
 /// A delta: changes over the layers below it, as values and tombstones.
@@ -446,7 +449,35 @@ impl<V> Delta<V> {
         direction: Direction,
         mut visit: impl FnMut(&[u8], Option<&V>) -> ControlFlow<()>,
     ) {
-        merge_trees(self, bounds, direction == Direction::Backward, &mut visit);
+        let backward = direction == Direction::Backward;
+        let trees = (
+            Ordered::new(&self.values, bounds, backward),
+            Ordered::new(&self.tombstones, bounds, backward),
+            Ordered::new(&self.pending, bounds, backward),
+        );
+        merge_trees(trees, &mut Unguarded, backward, &mut visit);
+    }
+
+    /// [`visit`](Self::visit) in increasing key order, of the entries from
+    /// `bounds.0` on whose keys `guard` lets its walks reach and matches:
+    /// each tree's walk leaves the subtrees the guard rules out unvisited.
+    pub(crate) fn visit_guarded<G: Guard>(
+        &self,
+        bounds: KeyBounds<'_>,
+        guard: &mut G,
+        mut visit: impl FnMut(&[u8], Option<&V>) -> ControlFlow<()>,
+    ) {
+        let trees = (
+            Guarded::new(&self.values, bounds.0),
+            Guarded::new(&self.tombstones, bounds.0),
+            Guarded::new(&self.pending, bounds.0),
+        );
+        merge_trees(trees, guard, false, |key, slot| {
+            match before_end(key, bounds.1) {
+                true => visit(key, slot),
+                false => ControlFlow::Break(()),
+            }
+        });
     }
 
     /// The first (or, if `last`, the last) entry within `bounds`, handed to
@@ -458,7 +489,12 @@ impl<V> Delta<V> {
         offer: impl FnOnce(&[u8], Option<&V>),
     ) {
         let mut offer = Some(offer);
-        merge_trees(self, bounds, last, |key, slot| {
+        let direction = if last {
+            Direction::Backward
+        } else {
+            Direction::Forward
+        };
+        self.visit_in(bounds, direction, |key, slot| {
             if let Some(offer) = offer.take() {
                 offer(key, slot);
             }
@@ -510,20 +546,62 @@ impl<V> fmt::Debug for Delta<V> {
     }
 }
 
-/// Hands `visit` the entries of `delta`'s three trees within `bounds`,
-/// merged into one key order (decreasing if `backward`), until it breaks.
-fn merge_trees<V>(
-    delta: &Delta<V>,
-    bounds: KeyBounds<'_>,
+/// One of a delta's trees, read in key order.
+trait TreeWalk<'a, T: 'a> {
+    /// The next entry, its key borrowed from the walk; a guarded walk asks
+    /// `guard`, a plain one does not.
+    fn next_entry<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], &'a T)>;
+}
+
+/// A range of a tree, from the front or from the back.
+struct Ordered<'a, T> {
+    range: crate::art::Range<'a, T>,
+    backward: bool,
+}
+
+impl<'a, T> Ordered<'a, T> {
+    fn new(tree: &'a FastArt<T>, bounds: KeyBounds<'_>, backward: bool) -> Self {
+        Ordered {
+            range: tree.range::<[u8], _>(bounds),
+            backward,
+        }
+    }
+}
+
+impl<'a, T> TreeWalk<'a, T> for Ordered<'a, T> {
+    #[inline]
+    fn next_entry<G: Guard>(&mut self, _: &mut G) -> Option<(&[u8], &'a T)> {
+        if self.backward {
+            self.range.next_back_entry()
+        } else {
+            self.range.next_entry()
+        }
+    }
+}
+
+impl<'a, T> TreeWalk<'a, T> for Guarded<'a, T> {
+    #[inline]
+    fn next_entry<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], &'a T)> {
+        Guarded::next_entry(self, guard)
+    }
+}
+
+/// Hands `visit` the entries of a delta's three trees (values, tombstones,
+/// blind writes), merged into one key order (decreasing if `backward`),
+/// until it breaks.
+fn merge_trees<'a, V: 'a, G: Guard>(
+    (mut values, mut tombstones, mut pending): (
+        impl TreeWalk<'a, V>,
+        impl TreeWalk<'a, ()>,
+        impl TreeWalk<'a, Option<V>>,
+    ),
+    guard: &mut G,
     backward: bool,
     mut visit: impl FnMut(&[u8], Option<&V>) -> ControlFlow<()>,
 ) {
-    let mut values = delta.values.range::<[u8], _>(bounds);
-    let mut tombstones = delta.tombstones.range::<[u8], _>(bounds);
-    let mut pending = delta.pending.range::<[u8], _>(bounds);
-    let mut value = next_in(&mut values, backward);
-    let mut tombstone = next_in(&mut tombstones, backward);
-    let mut blind = next_in(&mut pending, backward);
+    let mut value = values.next_entry(guard);
+    let mut tombstone = tombstones.next_entry(guard);
+    let mut blind = pending.next_entry(guard);
     loop {
         // The trees hold no key in common, so the nearest head is next.
         let heads = [
@@ -543,37 +621,23 @@ fn merge_trees<V>(
             None => return,
             Some((0, key)) => {
                 let flow = visit(key, value.map(|e| e.1));
-                value = next_in(&mut values, backward);
+                value = values.next_entry(guard);
                 flow
             }
             Some((1, key)) => {
                 let flow = visit(key, None);
-                tombstone = next_in(&mut tombstones, backward);
+                tombstone = tombstones.next_entry(guard);
                 flow
             }
             Some((_, key)) => {
                 let flow = visit(key, blind.and_then(|e| e.1.as_ref()));
-                blind = next_in(&mut pending, backward);
+                blind = pending.next_entry(guard);
                 flow
             }
         };
         if flow.is_break() {
             return;
         }
-    }
-}
-
-/// The next entry of `range` from the front, or from the back if
-/// `backward`.
-#[inline]
-fn next_in<'r, 'a, V>(
-    range: &'r mut crate::art::Range<'a, V>,
-    backward: bool,
-) -> Option<(&'r [u8], &'a V)> {
-    if backward {
-        range.next_back_entry()
-    } else {
-        range.next_entry()
     }
 }
 

@@ -325,6 +325,7 @@ use self::merge::Outcome;
 pub use self::policy::HybridConfig;
 use self::worker::Mailbox;
 use crate::keys::{as_slice, owned_bound, prefix_successor};
+use crate::search::{Guard, Pruner, Unguarded};
 use crate::{FastArt, FrozenLayer, FrozenLayerBuilder, FrozenValue, Result};
 
 /// What layers say about the prefixes of a key: for each prefix's length,
@@ -1501,10 +1502,13 @@ where
     /// [`FrozenLayer::search`](crate::FrozenLayer::search) takes
     /// ([`frozen::automaton`](crate::frozen::automaton)).
     ///
-    /// The merged entries are fed to the automaton as
-    /// [`FastArt::search`](crate::FastArt::search) feeds them: where the bytes
-    /// so far leave it unable to match, every layer skips the keys that start
-    /// with them, each seeking in its next batch.
+    /// Each layer's walk feeds the automaton its nodes' keys as
+    /// [`FastArt::search`](crate::FastArt::search)'s does, and leaves the
+    /// subtrees under a dead end (bytes after which the automaton cannot
+    /// match) unvisited; the layers' matching entries are then merged. The
+    /// snapshot's copy of the small mutable delta holds only those entries:
+    /// the automaton runs over that delta while the copy holds its read
+    /// lock, so writers wait for that walk (not for the rest of the search).
     ///
     /// ```
     /// use memkv::frozen::automaton::{Automaton, Subsequence};
@@ -1519,7 +1523,10 @@ where
     /// # Ok::<(), memkv::Error>(())
     /// ```
     pub fn search<A: fst::Automaton>(&self, automaton: A) -> Search<V, A> {
-        Search::new(self.iter(), automaton)
+        let mut pruner = Pruner::new(automaton);
+        let all = (Bound::Unbounded, Bound::Unbounded);
+        let (entries, _) = self.snapshot_guarded(all, &mut pruner);
+        Search::new(entries, pruner)
     }
 
     /// All keys in order: a snapshot, as [`iter`](Self::iter).
@@ -1683,12 +1690,28 @@ where
     /// A snapshot of the entries within the bounds, and the count of write
     /// locks taken before it (see [`Inner::write_locks`]).
     fn snapshot_with_locks(&self, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> (Iter<V>, u64) {
+        self.snapshot_guarded((start, end), &mut Unguarded)
+    }
+
+    /// [`snapshot_with_locks`](Self::snapshot_with_locks), whose copy of
+    /// the fresh delta holds the entries `guard` lets through.
+    fn snapshot_guarded<G: Guard>(
+        &self,
+        (start, end): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        guard: &mut G,
+    ) -> (Iter<V>, u64) {
         let mut copy = Batch::new();
         let fresh = self.inner.read_fresh();
-        fresh.visit((as_slice(&start), as_slice(&end)), |key, slot| {
+        let bounds = (as_slice(&start), as_slice(&end));
+        let push = |key: &[u8], slot: Option<&V>| {
             copy.push(key, slot.cloned());
             ControlFlow::Continue(())
-        });
+        };
+        if G::PRUNES {
+            fresh.visit_guarded(bounds, guard, push);
+        } else {
+            fresh.visit(bounds, push);
+        }
         let layers = self.inner.layers.load();
         let locks = self.inner.write_locks.load(Ordering::Relaxed);
         drop(fresh);
