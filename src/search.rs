@@ -20,21 +20,21 @@ use crate::keys::common_prefix;
 pub(crate) struct Pruner<A: Automaton> {
     automaton: A,
     /// `states[i]` is the state after the first `i` bytes of `key`:
-    /// `states.len() == key.len() + 1`, unless `always` stopped them short.
+    /// `states.len() == key.len() + 1`.
     states: Vec<A::State>,
-    /// The key fed last; after [`Reach::Out`], the part of it fed.
+    /// The part fed of the key fed last: all of it, but for the bytes after
+    /// a dead end ([`Reach::Out`]) or after `always`.
     key: Vec<u8>,
-    /// The length of the shortest prefix of `key` after which the automaton
-    /// will match whatever follows (its `will_always_match`), if there is
-    /// one: keys that share it match without being fed (`states` then stop
-    /// there).
-    always: Option<usize>,
+    /// Whether the automaton will match whatever follows `key` (its
+    /// `will_always_match`): keys that start with it then match without
+    /// being fed.
+    always: bool,
 }
 
 impl<A: Automaton> Pruner<A> {
     pub(crate) fn new(automaton: A) -> Self {
         let start = automaton.start();
-        let always = automaton.will_always_match(&start).then_some(0);
+        let always = automaton.will_always_match(&start);
         Pruner {
             automaton,
             states: vec![start],
@@ -43,9 +43,7 @@ impl<A: Automaton> Pruner<A> {
         }
     }
 
-    /// The key fed last, as far as it was fed: whole after
-    /// [`Reach::Below`] or [`Reach::Here`], its first `n` bytes after
-    /// [`Reach::Out(n)`](Reach::Out).
+    /// The part fed of the key fed last (see the field).
     pub(crate) fn key(&self) -> &[u8] {
         &self.key
     }
@@ -56,18 +54,15 @@ impl<A: Automaton> Pruner<A> {
     /// Keys may come in any order (the walks of a hybrid map's layers take
     /// turns); in key order, each costs only the bytes it does not share.
     pub(crate) fn reach(&mut self, key: &[u8]) -> Reach {
-        let shared = common_prefix(&self.key, key);
-        if let Some(always) = self.always {
-            if shared >= always {
+        if self.always {
+            if key.starts_with(&self.key) {
                 // Under a prefix that matches whatever follows (a prefix
-                // query's range): nothing to feed.
-                self.key.truncate(shared);
-                self.key.extend_from_slice(&key[shared..]);
+                // query's range): nothing to feed, nor to copy.
                 return Reach::Below;
             }
-            self.always = None;
+            self.always = false;
         }
-        // Where `always` stopped the states, this key parts before it.
+        let shared = common_prefix(&self.key, key);
         debug_assert!(shared < self.states.len());
         self.key.truncate(shared);
         self.states.truncate(shared + 1);
@@ -83,8 +78,7 @@ impl<A: Automaton> Pruner<A> {
             let always = self.automaton.will_always_match(&state);
             self.states.push(state);
             if always {
-                self.always = Some(at + 1);
-                self.key.extend_from_slice(&key[at + 1..]);
+                self.always = true;
                 return Reach::Below;
             }
         }
@@ -97,7 +91,7 @@ impl<A: Automaton> Pruner<A> {
     /// Whether the automaton accepts the key [`reach`](Self::reach) took
     /// last and let through.
     pub(crate) fn matches(&self) -> bool {
-        if self.always.is_some() {
+        if self.always {
             return true;
         }
         let last = &self.states[self.key.len()];

@@ -515,7 +515,7 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
             // this key's included.
             let (_, ordinal) = self.entries.next_ordinal_guarded(&mut self.pruner)?;
             if self.pruner.matches() {
-                return Some((self.pruner.key(), ordinal));
+                return Some((self.entries.front_key(), ordinal));
             }
         }
     }
