@@ -176,7 +176,11 @@ impl NodeView {
     /// The node at `addr`, which [`single_transition`] said is not a
     /// non-final one-transition node: the empty final node, or one with any
     /// number of transitions.
-    #[inline]
+    ///
+    /// Always inlined: the walks' loops call it once per branching node,
+    /// and left to itself the compiler sometimes does not (criterion
+    /// `iterate/hybrid` 4-7% slower in a build where it stayed a call).
+    #[inline(always)]
     pub(super) fn branching(data: &[u8], addr: u64) -> NodeView {
         let mut node = NodeView::BLANK;
         if addr == EMPTY_ADDRESS {
