@@ -982,7 +982,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// [`iter`](Self::iter), asking the automaton at each branching node (its
     /// `can_match` before going below, as the fst crate's streams ask it),
     /// with each key fed from where it parts from the one before. Over the
-    /// 7.3 M Debian paths that ran 1.8–2.3× the fst crate's stream for
+    /// 7.3 M Debian paths that ran 1.8–2.9× the fst crate's stream for
     /// prefix and subsequence queries and as fast for edit distances, which
     /// leave the walk mostly at the top of the fst
     /// (`harness/examples/search.rs`).
