@@ -43,6 +43,11 @@ struct Args {
     /// Rounds of each structure, alternating.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
+    /// Build the `FastArt` by inserting the keys one at a time in the
+    /// dataset's (shuffled) order, as the main harness does, rather than
+    /// from the sorted keys: its leaves then lie scattered.
+    #[arg(long)]
+    as_inserted: bool,
 }
 
 const NAMES: [&str; 5] = ["fastart", "frozen", "hybrid", "btreemap", "fst"];
@@ -194,7 +199,16 @@ fn main() {
         }
     }
     let maps = Maps {
-        fastart: entries.iter().copied().collect(),
+        fastart: match args.as_inserted {
+            true => {
+                let mut map = FastArt::new();
+                for (key, line) in common::distinct_keys(&data).into_iter().zip(0..) {
+                    map.insert(key, line);
+                }
+                map
+            }
+            false => entries.iter().copied().collect(),
+        },
         frozen: FrozenLayer::from_sorted_iter(entries.iter().copied()).expect("sorted, distinct"),
         hybrid,
         btree: entries.iter().map(|&(k, v)| (k.into(), v)).collect(),

@@ -390,6 +390,10 @@ impl Cursor {
                 continue;
             };
             top.pos = slot.pos + 1;
+            if top.node != VIRTUAL && !art.leaves_in_order() {
+                // As a plain walk does (see `prefetch_below`).
+                prefetch_below(art, art.node(top.node).next_at(top.pos));
+            }
             self.path.truncate(top.key_len);
             self.path.extend(slot.edge);
             if is_leaf(slot.child) {
@@ -399,6 +403,9 @@ impl Cursor {
                     Reach::Below | Reach::Here => return Some(slot.child),
                 }
                 continue;
+            }
+            if art.leaves_in_order() {
+                art.enter_region(&mut self.region, slot.child);
             }
             let node = art.node(slot.child);
             self.path.extend_from_slice(node.prefix());
