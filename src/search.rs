@@ -43,11 +43,6 @@ impl<A: Automaton> Pruner<A> {
         }
     }
 
-    /// The part fed of the key fed last (see the field).
-    pub(crate) fn key(&self) -> &[u8] {
-        &self.key
-    }
-
     /// Feeds `key` to the automaton from where it parts from the key fed
     /// before it, and says whether a walk may yield it
     /// ([`matches`](Self::matches) then says if it does) and go below it.

@@ -1150,14 +1150,21 @@ proptest! {
     ) {
         let keys: Vec<Vec<u8>> = entries.keys().cloned().collect();
         let query = dfa::Query::new(kind, automaton, &keys, pick, cut);
-        let map: FastArt<u32> = entries.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let mut map: FastArt<u32> = entries.iter().map(|(k, v)| (k.clone(), *v)).collect();
         let want: Vec<(Vec<u8>, u32)> = (entries.iter())
             .filter(|(k, _)| dfa::with_query!(&query, |a| dfa::accepts(&a, k)))
             .map(|(k, v)| (k.clone(), *v))
             .collect();
-        let got: Vec<(Vec<u8>, u32)> =
-            dfa::with_query!(&query, |a| map.search(a).map(|(k, v)| (k, *v)).collect::<Vec<_>>());
-        prop_assert_eq!(&got, &want, "{:?}", query);
+        for compacted in [false, true] {
+            // A compacted map's walk loads its regions and prefetches
+            // nothing ahead.
+            if compacted {
+                map.compact();
+            }
+            let got: Vec<(Vec<u8>, u32)> =
+                dfa::with_query!(&query, |a| map.search(a).map(|(k, v)| (k, *v)).collect::<Vec<_>>());
+            prop_assert_eq!(&got, &want, "compacted: {}, {:?}", compacted, query);
+        }
         // The frozen layer's search answers alike, and so does the fst
         // crate's own stream, whose rules the searches follow.
         let layer = memkv::FrozenLayer::from_sorted_iter(entries.iter().map(|(k, v)| (k, *v))).unwrap();

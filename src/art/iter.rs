@@ -912,7 +912,6 @@ impl<V, A: Automaton> FusedIterator for Search<'_, V, A> {}
 impl<V, A: Automaton> fmt::Debug for Search<'_, V, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Search")
-            .field("key", &ByteStr(self.pruner.key()))
             .field("done", &self.done)
             .finish_non_exhaustive()
     }

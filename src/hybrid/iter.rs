@@ -25,7 +25,6 @@ use fst::Automaton;
 use super::base::Part;
 use super::layers::{Delta, KeyBounds, Layers};
 use crate::FrozenValue;
-use crate::fmt::ByteStr;
 use crate::keys::as_slice;
 use crate::search::{Guard, Pruner, Unguarded};
 
@@ -942,7 +941,6 @@ impl<V: FrozenValue + Clone, A: Automaton> FusedIterator for Search<V, A> {}
 impl<V: FrozenValue, A: Automaton> fmt::Debug for Search<V, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Search")
-            .field("key", &ByteStr(self.pruner.key()))
             .field("done", &self.done)
             .finish_non_exhaustive()
     }

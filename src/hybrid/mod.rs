@@ -1508,7 +1508,9 @@ where
     /// match) unvisited; the layers' matching entries are then merged. The
     /// snapshot's copy of the small mutable delta holds only those entries:
     /// the automaton runs over that delta while the copy holds its read
-    /// lock, so writers wait for that walk (not for the rest of the search).
+    /// lock, so writers wait for that walk (not for the rest of the search),
+    /// and the automaton must not use the map (a write from it would wait
+    /// for itself).
     ///
     /// ```
     /// use memkv::frozen::automaton::{Automaton, Subsequence};
