@@ -952,8 +952,9 @@ impl<'a, V> Guarded<'a, V> {
     pub(crate) fn next_entry<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], &'a V)> {
         loop {
             let leaf = self.walk.next_guarded(self.art, guard)?;
-            // The first key the walk comes to is the least at or after the
-            // bound, so only it can equal the bound.
+            // The first leaf the walk returns is the least at or after the
+            // bound that the guard let it reach, so only it can equal the
+            // bound.
             if let Some(bound) = self.excluded.take()
                 && self.walk.key() == bound.as_slice()
             {

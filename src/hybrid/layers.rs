@@ -458,8 +458,8 @@ impl<V> Delta<V> {
         merge_trees(trees, &mut Unguarded, backward, &mut visit);
     }
 
-    /// [`visit`](Self::visit) in increasing key order, of the entries from
-    /// `bounds.0` on whose keys `guard` lets its walks reach and matches:
+    /// [`visit`](Self::visit) in increasing key order, of the entries
+    /// within `bounds` whose keys `guard` lets its walks reach and matches:
     /// each tree's walk leaves the subtrees the guard rules out unvisited.
     pub(crate) fn visit_guarded<G: Guard>(
         &self,

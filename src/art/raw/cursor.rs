@@ -40,6 +40,30 @@ fn prefetch_below<V>(art: &RawArt<V>, next: Option<Slot>) {
     }
 }
 
+/// The next slot of `frame` in key order, if any, which the frame then
+/// moves past; `root` is the walked subtree's root, the virtual frame's
+/// only child. Prefetches below the sibling after it (see
+/// [`prefetch_below`]).
+#[inline(always)]
+fn take_next<V>(art: &RawArt<V>, frame: &mut Frame, root: u32) -> Option<Slot> {
+    if frame.node == VIRTUAL {
+        let slot = (frame.pos <= 1).then_some(Slot {
+            pos: 1,
+            edge: None,
+            child: root,
+        });
+        frame.pos = 2;
+        return slot;
+    }
+    let node = art.node(frame.node);
+    let slot = node.next_at(frame.pos)?;
+    frame.pos = slot.pos + 1;
+    if !art.leaves_in_order() {
+        prefetch_below(art, node.next_at(frame.pos));
+    }
+    Some(slot)
+}
+
 /// The frame over the walked subtree's root. Never a node reference (those
 /// have the low bit clear).
 const VIRTUAL: u32 = 1;
@@ -297,25 +321,11 @@ impl Cursor {
         loop {
             let root = self.root;
             let top = self.stack.last_mut()?;
-            let slot = if top.node == VIRTUAL {
-                (top.pos <= 1).then_some(Slot {
-                    pos: 1,
-                    edge: None,
-                    child: root,
-                })
-            } else {
-                art.node(top.node).next_at(top.pos)
-            };
-            match slot {
+            match take_next(art, top, root) {
                 None => {
                     self.stack.pop();
                 }
                 Some(slot) => {
-                    top.pos = slot.pos + 1;
-                    if top.node != VIRTUAL && !art.leaves_in_order() {
-                        let after = art.node(top.node).next_at(top.pos);
-                        prefetch_below(art, after);
-                    }
                     if let Some(leaf) = self.enter(art, slot, true) {
                         return Some(leaf);
                     }
@@ -376,24 +386,10 @@ impl Cursor {
         loop {
             let root = self.root;
             let top = self.stack.last_mut()?;
-            let slot = if top.node == VIRTUAL {
-                (top.pos <= 1).then_some(Slot {
-                    pos: 1,
-                    edge: None,
-                    child: root,
-                })
-            } else {
-                art.node(top.node).next_at(top.pos)
-            };
-            let Some(slot) = slot else {
+            let Some(slot) = take_next(art, top, root) else {
                 self.stack.pop();
                 continue;
             };
-            top.pos = slot.pos + 1;
-            if top.node != VIRTUAL && !art.leaves_in_order() {
-                // As a plain walk does (see `prefetch_below`).
-                prefetch_below(art, art.node(top.node).next_at(top.pos));
-            }
             self.path.truncate(top.key_len);
             self.path.extend(slot.edge);
             if is_leaf(slot.child) {
