@@ -101,6 +101,55 @@ impl<A: Automaton> Pruner<A> {
     }
 }
 
+/// A [`Pruner`] whose automaton's type is erased, so that searches over
+/// different automata can stand side by side (the frozen layer's set
+/// operations).
+pub(crate) trait AnyPruner: Send + Sync {
+    fn reach(&mut self, key: &[u8]) -> Reach;
+    fn matches(&self) -> bool;
+    fn clone_box<'s>(&self) -> Box<dyn AnyPruner + 's>
+    where
+        Self: 's;
+}
+
+impl<A> AnyPruner for Pruner<A>
+where
+    A: Automaton + Clone + Send + Sync,
+    A::State: Send + Sync,
+{
+    fn reach(&mut self, key: &[u8]) -> Reach {
+        Pruner::reach(self, key)
+    }
+
+    fn matches(&self) -> bool {
+        Pruner::matches(self)
+    }
+
+    /// A pruner of the same automaton that starts afresh: the states are
+    /// only a cache of those along the key fed last (the fst crate's
+    /// combined automata cannot clone theirs), and any key may come next.
+    fn clone_box<'s>(&self) -> Box<dyn AnyPruner + 's>
+    where
+        Self: 's,
+    {
+        Box::new(Pruner::new(self.automaton.clone()))
+    }
+}
+
+impl Guard for dyn AnyPruner + '_ {
+    const PRUNES: bool = true;
+
+    #[inline]
+    fn reach(&mut self, key: &[u8]) -> Reach {
+        AnyPruner::reach(self, key)
+    }
+
+    #[inline]
+    fn matches(&self) -> bool {
+        AnyPruner::matches(self)
+    }
+}
+
 /// What a walk may reach: asked of each node's key as the walk comes to
 /// it, before it yields the key or goes below it.
 pub(crate) trait Guard {

@@ -12,6 +12,9 @@ use memkv::frozen::{IndexedValue, Iter, OpBuilder};
 use proptest::collection::{btree_map, btree_set, vec};
 use proptest::prelude::*;
 
+#[allow(dead_code)] // `Counting` counts bytes for other tests
+#[path = "common/dfa.rs"]
+mod dfa;
 #[path = "common/radix_keys.rs"]
 mod radix_keys;
 
@@ -36,6 +39,9 @@ struct Stream {
     /// added.
     skip_front: usize,
     skip_back: usize,
+    /// A search of the whole layer with this automaton instead of `cut`
+    /// (read from the front only: `skip_back` does not apply).
+    search: Option<dfa::Query>,
 }
 
 fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
@@ -68,20 +74,34 @@ fn streams() -> impl Strategy<Value = Vec<Stream>> {
             cut(),
             prop_oneof![3 => Just(0usize), 1 => 0usize..20],
             prop_oneof![3 => Just(0usize), 1 => 0usize..20],
+            prop::option::weighted(
+                0.3,
+                (
+                    any::<u8>(),
+                    dfa::dfa(),
+                    any::<prop::sample::Index>(),
+                    0usize..8,
+                ),
+            ),
         );
         vec(stream, count).prop_map(move |streams| {
             (streams.into_iter())
-                .map(|(density, draws, cut, skip_front, skip_back)| {
+                .map(|(density, draws, cut, skip_front, skip_back, search)| {
                     // Keep a key with chance `density` per cent.
-                    let layer = (pool.iter().zip(draws))
+                    let layer: Model = (pool.iter().zip(draws))
                         .filter(|(_, (draw, _))| draw % 100 < density)
                         .map(|(key, (_, value))| (key.clone(), value))
                         .collect();
+                    let keys: Vec<Vec<u8>> = layer.keys().cloned().collect();
+                    let search = search.map(|(kind, automaton, pick, cut)| {
+                        dfa::Query::new(kind, automaton, &keys, pick, cut)
+                    });
                     Stream {
                         layer,
                         cut,
                         skip_front,
                         skip_back,
+                        search,
                     }
                 })
                 .collect()
@@ -95,6 +115,11 @@ fn model_entries(stream: &Stream) -> Vec<(Vec<u8>, u64)> {
         .layer
         .iter()
         .map(|(key, &value)| (key.clone(), value));
+    if let Some(query) = &stream.search {
+        return (all.filter(|(key, _)| dfa::with_query!(query, |a| dfa::accepts(&a, key))))
+            .skip(stream.skip_front)
+            .collect();
+    }
     let cut: Vec<_> = match &stream.cut {
         Cut::Whole => all.collect(),
         Cut::Range(start, end) => all
@@ -210,9 +235,19 @@ fn check(streams: &[Stream]) {
     let layers: Vec<FrozenLayer<u64>> = (streams.iter())
         .map(|stream| FrozenLayer::from_sorted_iter(stream.layer.clone()).unwrap())
         .collect();
-    let builder: OpBuilder<'_, u64> = (layers.iter().zip(streams))
-        .map(|(layer, stream)| open_stream(layer, stream))
-        .collect();
+    let mut builder = OpBuilder::new();
+    for (layer, stream) in layers.iter().zip(streams) {
+        match &stream.search {
+            Some(query) => dfa::with_query!(query, |a| {
+                let mut search = layer.search(a);
+                for _ in 0..stream.skip_front {
+                    search.next_entry();
+                }
+                builder.push_search(search);
+            }),
+            None => builder.push(open_stream(layer, stream)),
+        }
+    }
     assert_eq!(builder.len(), streams.len());
     let union = model_union(streams);
     let count = streams.len();
@@ -276,7 +311,7 @@ proptest! {
                 small.insert(keys[pick.index(keys.len())].clone(), value);
             }
         }
-        let whole = |layer: Model| Stream { layer, cut: Cut::Whole, skip_front: 0, skip_back: 0 };
+        let whole = |layer: Model| Stream { layer, cut: Cut::Whole, skip_front: 0, skip_back: 0, search: None };
         let (a, b) = (whole(large), whole(small));
         let streams = if large_first { [a, b] } else { [b, a] };
         check(&streams);

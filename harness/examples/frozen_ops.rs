@@ -1,8 +1,9 @@
 //! Set operations over frozen layers, against the fst crate's: the union,
 //! intersection, difference and symmetric difference of two large layers
-//! that share a third of their keys, and the intersection and difference
-//! of a small layer with a large one, where memkv's streams seek past what
-//! the small one lacks.
+//! that share a third of their keys, the intersection and difference of a
+//! small layer with a large one, where memkv's streams seek past what the
+//! small one lacks, and of a search (the keys of one large layer with the
+//! subsequence `python3`) with the other large layer.
 //!
 //! ```sh
 //! cargo run --release -p memkv-bench --example frozen_ops                     # the embedded 100k sample
@@ -28,6 +29,7 @@ use std::time::Instant;
 use clap::Parser;
 use fst::Streamer;
 use memkv::FrozenLayer;
+use memkv::frozen::automaton::Subsequence;
 
 mod common;
 
@@ -45,19 +47,46 @@ struct Args {
     rounds: u32,
 }
 
-/// An operation: its name, whether it takes `small` and `a` (else `a` and
-/// `b`), and whether it yields a key, given which of the two layers hold it.
-type Op = (&'static str, bool, fn(bool, bool) -> bool);
+/// What an operation's two streams are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inputs {
+    AB,
+    SmallA,
+    /// `a`'s keys with the subsequence [`SUBSEQUENCE`] (a search), and `b`.
+    SearchB,
+}
+
+/// The subsequence of the [`Inputs::SearchB`] operations.
+const SUBSEQUENCE: &str = "python3";
+
+/// An operation: its name, its streams, and whether it yields a key, given
+/// which of the two streams hold it.
+type Op = (&'static str, Inputs, fn(bool, bool) -> bool);
 
 /// The operations, in the order of a round.
-const OPS: [Op; 6] = [
-    ("a ∪ b", false, |a, b| a || b),
-    ("a ∩ b", false, |a, b| a && b),
-    ("a − b", false, |a, b| a && !b),
-    ("a △ b", false, |a, b| a != b),
-    ("small ∩ a", true, |small, a| small && a),
-    ("small − a", true, |small, a| small && !a),
+const OPS: [Op; 8] = [
+    ("a ∪ b", Inputs::AB, |a, b| a || b),
+    ("a ∩ b", Inputs::AB, |a, b| a && b),
+    ("a − b", Inputs::AB, |a, b| a && !b),
+    ("a △ b", Inputs::AB, |a, b| a != b),
+    ("small ∩ a", Inputs::SmallA, |small, a| small && a),
+    ("small − a", Inputs::SmallA, |small, a| small && !a),
+    ("a[python3] ∩ b", Inputs::SearchB, |a, b| a && b),
+    ("a[python3] − b", Inputs::SearchB, |a, b| a && !b),
 ];
+
+/// Whether `key` holds the bytes of `needle` in order.
+fn has_subsequence(key: &[u8], needle: &[u8]) -> bool {
+    let mut rest = needle;
+    for &byte in key {
+        match rest.split_first() {
+            Some((&first, tail)) if first == byte => rest = tail,
+            Some(_) => {}
+            None => break,
+        }
+    }
+    rest.is_empty()
+}
 
 /// What an operation yielded: entries, and a digest of their keys' lengths
 /// and of each value with its stream's position.
@@ -131,17 +160,24 @@ fn main() {
     // What each operation must yield, from the hashes.
     let expected: Vec<Digest> = OPS
         .iter()
-        .map(|&(_, with_small, keeps)| {
+        .map(|&(_, inputs, keeps)| {
             let mut digest = Digest::default();
             for &(key, line) in &entries {
-                let (first, second) = match with_small {
-                    false => (member.in_a(key), member.in_b(key)),
-                    true => (member.in_small(key), member.in_a(key)),
+                let (first, second) = match inputs {
+                    Inputs::AB => (member.in_a(key), member.in_b(key)),
+                    Inputs::SmallA => (member.in_small(key), member.in_a(key)),
+                    Inputs::SearchB => (
+                        member.in_a(key) && has_subsequence(key, SUBSEQUENCE.as_bytes()),
+                        member.in_b(key),
+                    ),
                 };
                 if !keeps(first, second) {
                     continue;
                 }
-                let layers: [u64; 2] = if with_small { [2, 0] } else { [0, 1] };
+                let layers: [u64; 2] = match inputs {
+                    Inputs::SmallA => [2, 0],
+                    Inputs::AB | Inputs::SearchB => [0, 1],
+                };
                 // Every stream holding a kept key gives its value (for the
                 // differences, only the first holds one).
                 let held = [first, second];
@@ -155,8 +191,13 @@ fn main() {
         .collect();
 
     let run_memkv = |op: usize| {
-        let (first, second) = if OPS[op].1 { (&small, &a) } else { (&a, &b) };
-        let builder = first.op().add(second);
+        let builder = match OPS[op].1 {
+            Inputs::AB => a.op().add(&b),
+            Inputs::SmallA => small.op().add(&a),
+            Inputs::SearchB => memkv::frozen::OpBuilder::new()
+                .add_search(a.search(Subsequence::new(SUBSEQUENCE)))
+                .add(&b),
+        };
         let mut digest = Digest::default();
         macro_rules! drain {
             ($stream:expr) => {{
@@ -168,19 +209,20 @@ fn main() {
         }
         match op {
             0 => drain!(builder.union()),
-            1 | 4 => drain!(builder.intersection()),
-            2 | 5 => drain!(builder.difference()),
+            1 | 4 | 6 => drain!(builder.intersection()),
+            2 | 5 | 7 => drain!(builder.difference()),
             _ => drain!(builder.symmetric_difference()),
         }
         digest
     };
     let run_fst = |op: usize| {
-        let (first, second) = if OPS[op].1 {
-            (&fst_small, &fst_a)
-        } else {
-            (&fst_a, &fst_b)
+        let builder = match OPS[op].1 {
+            Inputs::AB => fst_a.op().add(&fst_b),
+            Inputs::SmallA => fst_small.op().add(&fst_a),
+            Inputs::SearchB => fst::map::OpBuilder::new()
+                .add(fst_a.search(Subsequence::new(SUBSEQUENCE)))
+                .add(&fst_b),
         };
-        let builder = first.op().add(second);
         let mut digest = Digest::default();
         macro_rules! drain {
             ($stream:expr) => {{
@@ -197,8 +239,8 @@ fn main() {
         }
         match op {
             0 => drain!(builder.union()),
-            1 | 4 => drain!(builder.intersection()),
-            2 | 5 => drain!(builder.difference()),
+            1 | 4 | 6 => drain!(builder.intersection()),
+            2 | 5 | 7 => drain!(builder.difference()),
             _ => drain!(builder.symmetric_difference()),
         }
         digest

@@ -135,7 +135,10 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
     /// [matches](Guard::matches), as [`next_entry`](Self::next_entry) lends
     /// it.
     #[inline]
-    pub(crate) fn next_entry_guarded<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], V)> {
+    pub(crate) fn next_entry_guarded<G: Guard + ?Sized>(
+        &mut self,
+        guard: &mut G,
+    ) -> Option<(&[u8], V)> {
         let layer = self.layer;
         loop {
             let (_, ordinal) = self.next_ordinal_guarded(guard)?;
@@ -147,7 +150,10 @@ impl<'a, V: FrozenValue> Iter<'a, V> {
 
     /// The next key `guard` lets the walk reach, and its ordinal.
     #[inline]
-    fn next_ordinal_guarded<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], u64)> {
+    pub(super) fn next_ordinal_guarded<G: Guard + ?Sized>(
+        &mut self,
+        guard: &mut G,
+    ) -> Option<(&[u8], u64)> {
         let (key, ordinal) = self.front.next_guarded(guard)?;
         // Ordinals increase with the keys: at the back's last entry, the
         // two ends have met.
@@ -468,6 +474,11 @@ impl<'a, V: FrozenValue, A: Automaton> Search<'a, V, A> {
         }
     }
 
+    /// The walk and the pruner it asks.
+    pub(super) fn into_parts(self) -> (Iter<'a, V>, Pruner<A>) {
+        (self.entries, self.pruner)
+    }
+
     /// The next entry, with the key borrowed from the search (valid until
     /// the next call), without allocating for the key.
     ///
@@ -662,7 +673,10 @@ impl<'a> Walker<'a> {
     /// The next key and its output, among those `guard` lets the walk
     /// reach.
     #[inline]
-    pub(crate) fn next_guarded<G: Guard>(&mut self, guard: &mut G) -> Option<(&[u8], u64)> {
+    pub(crate) fn next_guarded<G: Guard + ?Sized>(
+        &mut self,
+        guard: &mut G,
+    ) -> Option<(&[u8], u64)> {
         loop {
             let (mut addr, mut output) = match self.reached.take() {
                 Some(reached) => reached,

@@ -2,7 +2,9 @@
 //! intersection, difference and symmetric difference, merged in key order
 //! as they are read, without collecting either side.
 //!
-//! Each stream is an [`Iter`] (a whole layer, a range or a prefix). The
+//! Each stream is an [`Iter`] (a whole layer, a range or a prefix) or a
+//! [`Search`] (the entries an automaton accepts, read by the same walk,
+//! which leaves out the subtrees the automaton cannot match). The
 //! union and the symmetric difference keep the streams in a binary heap
 //! ordered by their current keys; the intersection and the difference skip
 //! ahead instead: a stream still behind the key it must reach after eight
@@ -15,8 +17,11 @@ use std::fmt;
 use std::iter::FusedIterator;
 use std::mem;
 
+use fst::Automaton;
+
 use super::column::{Encoded, FrozenValue};
-use super::iter::Iter;
+use super::iter::{Iter, Search};
+use crate::search::AnyPruner;
 
 /// Steps a lagging stream takes one entry at a time before it seeks: a
 /// step costs a few nodes, a seek a walk from the root (about a lookup), so
@@ -33,8 +38,8 @@ pub struct IndexedValue<V> {
     pub value: V,
 }
 
-/// Combines streams of frozen entries (whole layers, ranges or prefixes)
-/// into their [`union`](Self::union),
+/// Combines streams of frozen entries (whole layers, ranges, prefixes, or
+/// searches through [`add_search`](Self::add_search)) into their [`union`](Self::union),
 /// [`intersection`](Self::intersection),
 /// [`difference`](Self::difference) or
 /// [`symmetric_difference`](Self::symmetric_difference), as the fst crate's
@@ -66,7 +71,7 @@ pub struct IndexedValue<V> {
 /// # Ok::<(), memkv::Error>(())
 /// ```
 pub struct OpBuilder<'a, V: FrozenValue> {
-    streams: Vec<Iter<'a, V>>,
+    streams: Vec<Stream<'a, V>>,
 }
 
 impl<'a, V: FrozenValue> OpBuilder<'a, V> {
@@ -91,7 +96,61 @@ impl<'a, V: FrozenValue> OpBuilder<'a, V> {
     /// Adds a stream, as [`add`](Self::add) does, to a builder held by
     /// reference.
     pub fn push(&mut self, stream: impl IntoIterator<IntoIter = Iter<'a, V>>) {
-        self.streams.push(stream.into_iter());
+        self.streams.push(Stream {
+            entries: stream.into_iter(),
+            pruner: None,
+        });
+    }
+
+    /// Adds a [`search`](super::FrozenLayer::search) as a stream: the
+    /// operation reads the entries its automaton accepts, from where the
+    /// search is, and its walk leaves out the subtrees the automaton cannot
+    /// match (the fst crate's `OpBuilder` takes its searches as it takes
+    /// any stream).
+    ///
+    /// The operations can be cloned, so the automaton must be `Clone` (the
+    /// fst crate's are but for `Levenshtein`; a reference to an automaton
+    /// is), and it and its states `Send` and `Sync`, as the operations are.
+    ///
+    /// ```
+    /// use memkv::FrozenLayer;
+    /// use memkv::frozen::OpBuilder;
+    /// use memkv::frozen::automaton::Subsequence;
+    ///
+    /// let today = FrozenLayer::from_sorted_iter([("bin/cat", 1u64), ("bin/cp", 2), ("bin/scp", 3)])?;
+    /// let yesterday = FrozenLayer::from_sorted_iter([("bin/cp", 2u64)])?;
+    /// // New today, with a "c" and later a "p" in their paths.
+    /// let new: Vec<Vec<u8>> = OpBuilder::new()
+    ///     .add_search(today.search(Subsequence::new("cp")))
+    ///     .add(&yesterday)
+    ///     .difference()
+    ///     .map(|(key, _)| key)
+    ///     .collect();
+    /// assert_eq!(new, [b"bin/scp".to_vec()]);
+    /// # Ok::<(), memkv::Error>(())
+    /// ```
+    pub fn add_search<A>(mut self, search: Search<'a, V, A>) -> Self
+    where
+        A: Automaton + Clone + Send + Sync + 'a,
+        A::State: Send + Sync + 'a,
+    {
+        self.push_search(search);
+        self
+    }
+
+    /// Adds a search, as [`add_search`](Self::add_search) does, to a
+    /// builder held by reference.
+    pub fn push_search<A>(&mut self, search: Search<'a, V, A>)
+    where
+        A: Automaton + Clone + Send + Sync + 'a,
+        A::State: Send + Sync + 'a,
+    {
+        let (entries, pruner) = search.into_parts();
+        let pruner: Box<dyn AnyPruner + 'a> = Box::new(pruner);
+        self.streams.push(Stream {
+            entries,
+            pruner: Some(pruner),
+        });
     }
 
     /// The number of streams added.
@@ -175,10 +234,41 @@ impl<V: FrozenValue> fmt::Debug for OpBuilder<'_, V> {
     }
 }
 
+/// One input of an operation: a walk, and for a search the pruner it asks.
+struct Stream<'a, V: FrozenValue> {
+    entries: Iter<'a, V>,
+    pruner: Option<Box<dyn AnyPruner + 'a>>,
+}
+
+impl<V: FrozenValue> Stream<'_, V> {
+    /// The ordinal of the next entry, whose key is then the walk's.
+    #[inline]
+    fn next_ordinal(&mut self) -> Option<u64> {
+        let Some(pruner) = &mut self.pruner else {
+            return self.entries.next_ordinal().map(|(_, ordinal)| ordinal);
+        };
+        loop {
+            let (_, ordinal) = self.entries.next_ordinal_guarded(&mut **pruner)?;
+            if pruner.matches() {
+                return Some(ordinal);
+            }
+        }
+    }
+}
+
+impl<V: FrozenValue> Clone for Stream<'_, V> {
+    fn clone(&self) -> Self {
+        Stream {
+            entries: self.entries.clone(),
+            pruner: self.pruner.as_ref().map(|pruner| pruner.clone_box()),
+        }
+    }
+}
+
 /// The streams of an operation, each one entry ahead: its current key is in
 /// its walk's buffer and its ordinal in `heads`.
 struct Streams<'a, V: FrozenValue> {
-    streams: Vec<Iter<'a, V>>,
+    streams: Vec<Stream<'a, V>>,
     /// The ordinal of each stream's current entry; `None` once it has run
     /// out (it is then never read again).
     heads: Vec<Option<u64>>,
@@ -191,10 +281,8 @@ struct Streams<'a, V: FrozenValue> {
 }
 
 impl<'a, V: FrozenValue> Streams<'a, V> {
-    fn new(mut streams: Vec<Iter<'a, V>>) -> Self {
-        let heads = (streams.iter_mut())
-            .map(|stream| stream.next_ordinal().map(|(_, ordinal)| ordinal))
-            .collect();
+    fn new(mut streams: Vec<Stream<'a, V>>) -> Self {
+        let heads = streams.iter_mut().map(Stream::next_ordinal).collect();
         Streams {
             streams,
             heads,
@@ -208,13 +296,13 @@ impl<'a, V: FrozenValue> Streams<'a, V> {
     #[inline]
     fn key(&self, i: usize) -> &[u8] {
         debug_assert!(self.heads[i].is_some());
-        self.streams[i].front_key()
+        self.streams[i].entries.front_key()
     }
 
     /// Moves stream `i` to its next entry; false if it has run out.
     #[inline]
     fn advance(&mut self, i: usize) -> bool {
-        self.heads[i] = self.streams[i].next_ordinal().map(|(_, ordinal)| ordinal);
+        self.heads[i] = self.streams[i].next_ordinal();
         self.heads[i].is_some()
     }
 
@@ -232,7 +320,7 @@ impl<'a, V: FrozenValue> Streams<'a, V> {
         if self.key(i) >= self.key.as_slice() {
             return true;
         }
-        self.streams[i].seek_front(&self.key);
+        self.streams[i].entries.seek_front(&self.key);
         self.advance(i)
     }
 
@@ -240,7 +328,8 @@ impl<'a, V: FrozenValue> Streams<'a, V> {
     #[inline]
     fn take_key(&mut self, i: usize) {
         self.key.clear();
-        self.key.extend_from_slice(self.streams[i].front_key());
+        self.key
+            .extend_from_slice(self.streams[i].entries.front_key());
     }
 
     /// Adds stream `i`'s current value to those to yield.
@@ -254,7 +343,7 @@ impl<'a, V: FrozenValue> Streams<'a, V> {
     fn encoded(&self) -> impl ExactSizeIterator<Item = IndexedValue<Encoded<'a, V>>> + '_ {
         (self.taken.iter()).map(|&(index, ordinal)| IndexedValue {
             index,
-            value: self.streams[index].layer().encoded_at(ordinal),
+            value: self.streams[index].entries.layer().encoded_at(ordinal),
         })
     }
 
@@ -280,7 +369,10 @@ impl<'a, V: FrozenValue> Streams<'a, V> {
         if self.heads[i].is_none() {
             return (0, Some(0));
         }
-        let (low, high) = self.streams[i].size_hint();
+        let stream = &self.streams[i];
+        let (low, high) = stream.entries.size_hint();
+        // A search may accept none of the keys left.
+        let low = if stream.pruner.is_some() { 0 } else { low };
         (
             low.saturating_add(1),
             high.and_then(|high| high.checked_add(1)),
