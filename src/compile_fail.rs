@@ -401,6 +401,51 @@
 //! assert_send::<memkv::frozen::Union<'static, Shared>>();
 //! ```
 //!
+//! # `FrozenLayer`: a search in a set operation stays `Send` and `Sync`
+//!
+//! A set operation holds the automata of the searches added to it, so
+//! [`add_search`](crate::frozen::OpBuilder::add_search) takes only automata
+//! that may cross threads with it (and can be cloned, with the operation):
+//! one holding an `Rc` is refused; the same automaton over an `Arc` is the
+//! control.
+//!
+//! ```compile_fail,E0277
+//! use std::rc::Rc;
+//! use memkv::frozen::automaton::Automaton;
+//! #[derive(Clone)]
+//! struct Prefix(Rc<Vec<u8>>);
+//! impl Automaton for Prefix {
+//!     type State = Option<usize>;
+//!     fn start(&self) -> Option<usize> { Some(0) }
+//!     fn is_match(&self, s: &Option<usize>) -> bool { *s == Some(self.0.len()) }
+//!     fn accept(&self, s: &Option<usize>, b: u8) -> Option<usize> {
+//!         s.filter(|&at| at < self.0.len() && self.0[at] == b).map(|at| at + 1)
+//!     }
+//! }
+//! let layer = memkv::FrozenLayer::from_sorted_iter([("ab", 1u64)]).unwrap();
+//! let search = layer.search(Prefix(Rc::new(b"ab".to_vec())));
+//! memkv::frozen::OpBuilder::new().add_search(search);
+//! ```
+//!
+//! ```
+//! use std::sync::Arc;
+//! use memkv::frozen::automaton::Automaton;
+//! #[derive(Clone)]
+//! struct Prefix(Arc<Vec<u8>>);
+//! impl Automaton for Prefix {
+//!     type State = Option<usize>;
+//!     fn start(&self) -> Option<usize> { Some(0) }
+//!     fn is_match(&self, s: &Option<usize>) -> bool { *s == Some(self.0.len()) }
+//!     fn accept(&self, s: &Option<usize>, b: u8) -> Option<usize> {
+//!         s.filter(|&at| at < self.0.len() && self.0[at] == b).map(|at| at + 1)
+//!     }
+//! }
+//! let layer = memkv::FrozenLayer::from_sorted_iter([("ab", 1u64)]).unwrap();
+//! let search = layer.search(Prefix(Arc::new(b"ab".to_vec())));
+//! let found: Vec<_> = memkv::frozen::OpBuilder::new().add_search(search).union().collect();
+//! assert_eq!(found.len(), 1);
+//! ```
+//!
 //! # `HybridMap`: an entry holds the write lock
 //!
 //! An entry holds the map's write lock (a `std` `RwLockWriteGuard`) until
