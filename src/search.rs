@@ -12,6 +12,8 @@
 //! trait's contract: a state whose `will_always_match` is true is trusted,
 //! and the keys under it match unasked; the crate's streams never ask it.
 
+use std::panic::{RefUnwindSafe, UnwindSafe};
+
 use fst::Automaton;
 
 use crate::keys::common_prefix;
@@ -68,9 +70,11 @@ impl<A: Automaton> Pruner<A> {
             if !self.automaton.can_match(&self.states[at]) {
                 return Reach::Out(at);
             }
+            // Both calls before either push: an automaton that panics
+            // leaves `key` and `states` in step.
             let state = self.automaton.accept(&self.states[at], byte);
-            self.key.push(byte);
             let always = self.automaton.will_always_match(&state);
+            self.key.push(byte);
             self.states.push(state);
             if always {
                 self.always = true;
@@ -103,8 +107,9 @@ impl<A: Automaton> Pruner<A> {
 
 /// A [`Pruner`] whose automaton's type is erased, so that searches over
 /// different automata can stand side by side (the frozen layer's set
-/// operations).
-pub(crate) trait AnyPruner: Send + Sync {
+/// operations). Its supertraits are the auto traits the operations had
+/// before they held one.
+pub(crate) trait AnyPruner: Send + Sync + UnwindSafe + RefUnwindSafe {
     fn reach(&mut self, key: &[u8]) -> Reach;
     fn matches(&self) -> bool;
     fn clone_box<'s>(&self) -> Box<dyn AnyPruner + 's>
@@ -114,8 +119,8 @@ pub(crate) trait AnyPruner: Send + Sync {
 
 impl<A> AnyPruner for Pruner<A>
 where
-    A: Automaton + Clone + Send + Sync,
-    A::State: Send + Sync,
+    A: Automaton + Clone + Send + Sync + UnwindSafe + RefUnwindSafe,
+    A::State: Send + Sync + UnwindSafe + RefUnwindSafe,
 {
     fn reach(&mut self, key: &[u8]) -> Reach {
         Pruner::reach(self, key)

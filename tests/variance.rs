@@ -327,6 +327,31 @@ fn searches_and_set_operations_cross_threads() {
     both::<frozen::SymmetricDifference<'static, String>>();
 }
 
+/// The set operations are unwind-safe, searches among their streams or not
+/// (`add_search` asks it of the automaton, as it asks `Send` and `Sync`).
+#[test]
+fn set_operations_are_unwind_safe() {
+    use std::panic::{RefUnwindSafe, UnwindSafe};
+    fn unwind_safe<T: UnwindSafe + RefUnwindSafe>(_: &T) {}
+    let layer = FrozenLayer::from_sorted_iter([("ab", 1u64), ("b", 2)]).unwrap();
+    let builder = frozen::OpBuilder::new()
+        .add(&layer)
+        .add_search(layer.search(Str::new("ab")));
+    unwind_safe(&builder);
+    unwind_safe(&builder.clone().union());
+    unwind_safe(&builder.clone().intersection());
+    unwind_safe(&builder.clone().difference());
+    let mut both = builder.symmetric_difference();
+    unwind_safe(&both);
+    assert_eq!(
+        both.next(),
+        Some((
+            b"b".to_vec(),
+            vec![frozen::IndexedValue { index: 0, value: 2 }]
+        ))
+    );
+}
+
 /// A builder holds values encoded, never a `V`, so it is `Send + Sync` (with a `Send + Sync` writer) whatever `V` is, for both columns.
 #[test]
 fn the_frozen_builder_is_send_and_sync_for_any_value() {

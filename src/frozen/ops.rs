@@ -16,6 +16,7 @@
 use std::fmt;
 use std::iter::FusedIterator;
 use std::mem;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use fst::Automaton;
 
@@ -110,7 +111,8 @@ impl<'a, V: FrozenValue> OpBuilder<'a, V> {
     ///
     /// The operations can be cloned, so the automaton must be `Clone` (the
     /// fst crate's are but for `Levenshtein`; a reference to an automaton
-    /// is), and it and its states `Send` and `Sync`, as the operations are.
+    /// is); it and its states must be `Send`, `Sync` and unwind-safe, as
+    /// the operations are.
     ///
     /// ```
     /// use memkv::FrozenLayer;
@@ -131,8 +133,8 @@ impl<'a, V: FrozenValue> OpBuilder<'a, V> {
     /// ```
     pub fn add_search<A>(mut self, search: Search<'a, V, A>) -> Self
     where
-        A: Automaton + Clone + Send + Sync + 'a,
-        A::State: Send + Sync + 'a,
+        A: Automaton + Clone + Send + Sync + UnwindSafe + RefUnwindSafe + 'a,
+        A::State: Send + Sync + UnwindSafe + RefUnwindSafe + 'a,
     {
         self.push_search(search);
         self
@@ -142,8 +144,8 @@ impl<'a, V: FrozenValue> OpBuilder<'a, V> {
     /// builder held by reference.
     pub fn push_search<A>(&mut self, search: Search<'a, V, A>)
     where
-        A: Automaton + Clone + Send + Sync + 'a,
-        A::State: Send + Sync + 'a,
+        A: Automaton + Clone + Send + Sync + UnwindSafe + RefUnwindSafe + 'a,
+        A::State: Send + Sync + UnwindSafe + RefUnwindSafe + 'a,
     {
         let (entries, pruner) = search.into_parts();
         let pruner: Box<dyn AnyPruner + 'a> = Box::new(pruner);
