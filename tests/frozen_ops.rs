@@ -318,6 +318,75 @@ proptest! {
     }
 }
 
+/// A search stream seeks as a plain stream does: behind the key it must
+/// reach, it walks at most a few keys its automaton rejects before it walks
+/// down from the root. The automaton here accepts two keys of 20,000 and
+/// never rules a subtree out; the bytes it is fed count its work (reading
+/// the whole layer feeds it tens of thousands).
+#[test]
+fn a_sparse_search_seeks_as_a_plain_stream_does() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use memkv::frozen::automaton::Automaton;
+
+    #[derive(Clone)]
+    struct Two {
+        keys: [&'static [u8]; 2],
+        fed: Arc<AtomicUsize>,
+    }
+    impl Automaton for Two {
+        type State = Vec<u8>;
+        fn start(&self) -> Vec<u8> {
+            Vec::new()
+        }
+        fn is_match(&self, state: &Vec<u8>) -> bool {
+            self.keys.contains(&state.as_slice())
+        }
+        fn accept(&self, state: &Vec<u8>, byte: u8) -> Vec<u8> {
+            self.fed.fetch_add(1, Ordering::Relaxed);
+            let mut next = state.clone();
+            next.push(byte);
+            next
+        }
+    }
+
+    let large =
+        FrozenLayer::from_sorted_iter((0..20_000u64).map(|i| (format!("k{i:06}"), i))).unwrap();
+    let small = FrozenLayer::from_sorted_iter([("k019999", 7u64)]).unwrap();
+    let fed = Arc::new(AtomicUsize::new(0));
+    let two = Two {
+        keys: [b"k000000", b"k019999"],
+        fed: Arc::clone(&fed),
+    };
+    let both: Vec<Vec<u8>> = OpBuilder::new()
+        .add(&small)
+        .add_search(large.search(two.clone()))
+        .intersection()
+        .map(|(key, _)| key)
+        .collect();
+    assert_eq!(both, [b"k019999".to_vec()]);
+    assert!(
+        fed.load(Ordering::Relaxed) < 200,
+        "{} bytes fed",
+        fed.load(Ordering::Relaxed)
+    );
+
+    // The difference catches up the same way.
+    fed.store(0, Ordering::Relaxed);
+    let only_small = OpBuilder::new()
+        .add(&small)
+        .add_search(large.search(two))
+        .difference()
+        .count();
+    assert_eq!(only_small, 0);
+    assert!(
+        fed.load(Ordering::Relaxed) < 200,
+        "{} bytes fed",
+        fed.load(Ordering::Relaxed)
+    );
+}
+
 #[test]
 fn no_streams_yield_nothing() {
     let none = OpBuilder::<u64>::new();

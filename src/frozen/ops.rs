@@ -258,6 +258,49 @@ impl<V: FrozenValue> Stream<'_, V> {
     }
 }
 
+/// Where [`Stream::step_toward`] stopped.
+enum Step {
+    /// At the next entry, with this ordinal.
+    Entry(u64),
+    /// At the stream's end.
+    End,
+    /// Still behind the target after walking as many keys as the budget
+    /// allowed: time to seek.
+    Spent,
+}
+
+impl<V: FrozenValue> Stream<'_, V> {
+    /// Moves to the next entry, as [`next_ordinal`](Self::next_ordinal)
+    /// does, taking one from `budget` for each key the walk passes short of
+    /// `target`. A search's walk passes the keys its automaton rejects too,
+    /// so that a search whose matches lie far apart seeks as soon as a
+    /// plain stream would, rather than walking to the target.
+    fn step_toward(&mut self, target: &[u8], budget: &mut usize) -> Step {
+        let Some(pruner) = &mut self.pruner else {
+            *budget = budget.saturating_sub(1);
+            return match self.entries.next_ordinal() {
+                Some((_, ordinal)) => Step::Entry(ordinal),
+                None => Step::End,
+            };
+        };
+        loop {
+            let Some((key, ordinal)) = self.entries.next_ordinal_guarded(&mut **pruner) else {
+                return Step::End;
+            };
+            if pruner.matches() {
+                return Step::Entry(ordinal);
+            }
+            // Past the target, the next match is the answer: no seek.
+            if key < target {
+                *budget = budget.saturating_sub(1);
+                if *budget == 0 {
+                    return Step::Spent;
+                }
+            }
+        }
+    }
+}
+
 impl<V: FrozenValue> Clone for Stream<'_, V> {
     fn clone(&self) -> Self {
         Stream {
@@ -311,19 +354,25 @@ impl<'a, V: FrozenValue> Streams<'a, V> {
     /// Moves stream `i`, which has a current key, to its first entry at or
     /// after `self.key`; false if it runs out first.
     fn catch_up(&mut self, i: usize) -> bool {
-        for _ in 0..STEPS_BEFORE_SEEK {
-            if self.key(i) >= self.key.as_slice() {
-                return true;
-            }
-            if !self.advance(i) {
-                return false;
+        let mut budget = STEPS_BEFORE_SEEK;
+        while self.key(i) < self.key.as_slice() {
+            let step = match budget {
+                0 => Step::Spent,
+                _ => self.streams[i].step_toward(&self.key, &mut budget),
+            };
+            match step {
+                Step::Entry(ordinal) => self.heads[i] = Some(ordinal),
+                Step::End => {
+                    self.heads[i] = None;
+                    return false;
+                }
+                Step::Spent => {
+                    self.streams[i].entries.seek_front(&self.key);
+                    return self.advance(i);
+                }
             }
         }
-        if self.key(i) >= self.key.as_slice() {
-            return true;
-        }
-        self.streams[i].entries.seek_front(&self.key);
-        self.advance(i)
+        true
     }
 
     /// Makes stream `i`'s current key the one to yield.
