@@ -103,6 +103,16 @@
 //! assert_eq!(table.get(b"user:1", 12), Lookup::Deleted);
 //! ```
 //!
+//! # Features
+//!
+//! - `levenshtein`: the fst crate's edit-distance automaton, for `search`
+//!   on any of the three maps (fuzzy lookups).
+//! - `serde`: `Serialize` and `Deserialize` for [`FastArt`],
+//!   [`FrozenLayer`] and [`HybridMap`], each as a map from keys to values in
+//!   key order, so that what one writes reads back as any other, or as a
+//!   `BTreeMap`. Keys are strings in human-readable formats where they are
+//!   UTF-8, bytes otherwise.
+//!
 //! # Errors and limits
 //!
 //! Bad input gets an [`Error`], never a panic: unsorted keys to a builder, a
@@ -125,6 +135,8 @@ mod fmt;
 mod keys;
 mod lanes;
 mod search;
+#[cfg(feature = "serde")]
+mod serde_impl;
 
 pub mod art;
 pub mod frozen;

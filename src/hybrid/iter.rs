@@ -35,6 +35,7 @@ pub(crate) const MAX_BATCH: usize = 1024;
 
 /// Entries copied out of one layer: keys end to end, values (or tombstones)
 /// beside them.
+#[derive(Clone)]
 pub(crate) struct Batch<V> {
     keys: Vec<u8>,
     /// `ends[i]` is where key `i` ends in `keys`.

@@ -1702,9 +1702,47 @@ where
         (start, end): (Bound<Vec<u8>>, Bound<Vec<u8>>),
         guard: &mut G,
     ) -> (Iter<V>, u64) {
+        let (copy, layers, locks) = self.snapshot_parts((as_slice(&start), as_slice(&end)), guard);
+        (Iter::new(Some(copy), &layers, start, end), locks)
+    }
+
+    /// A snapshot of the whole map and its exact number of entries, for a
+    /// writer that needs the count first (serde's `serialize_map`). Unless
+    /// no delta holds an entry, when the iterator's size hint is exact, it
+    /// is counted by a walk over a second merge of the same snapshot.
+    #[cfg(feature = "serde")]
+    pub(crate) fn counted_snapshot(&self) -> (usize, Iter<V>) {
+        let (copy, layers, _) =
+            self.snapshot_parts((Bound::Unbounded, Bound::Unbounded), &mut Unguarded);
+        let whole = |copy| Iter::new(Some(copy), &layers, Bound::Unbounded, Bound::Unbounded);
+        let counting = (copy.len() > 0 || !layers.deltas.is_empty()).then(|| whole(copy.clone()));
+        let entries = whole(copy);
+        // The iterators hold the layers they read; the guard is for loads.
+        drop(layers);
+        let len = match counting {
+            Some(mut walk) => {
+                let mut len = 0;
+                while walk.next_entry().is_some() {
+                    len += 1;
+                }
+                len
+            }
+            None => entries.size_hint().0,
+        };
+        (len, entries)
+    }
+
+    /// What a snapshot is made of: a copy of the fresh delta's entries
+    /// within `bounds` that `guard` lets through, the layers below it, and
+    /// the count of write locks taken before it (see
+    /// [`Inner::write_locks`]), all read under the fresh delta's read lock.
+    fn snapshot_parts<G: Guard>(
+        &self,
+        bounds: (Bound<&[u8]>, Bound<&[u8]>),
+        guard: &mut G,
+    ) -> (Batch<V>, arc_swap::Guard<Arc<Layers<V>>>, u64) {
         let mut copy = Batch::new();
         let fresh = self.inner.read_fresh();
-        let bounds = (as_slice(&start), as_slice(&end));
         let push = |key: &[u8], slot: Option<&V>| {
             copy.push(key, slot.cloned());
             ControlFlow::Continue(())
@@ -1717,7 +1755,7 @@ where
         let layers = self.inner.layers.load();
         let locks = self.inner.write_locks.load(Ordering::Relaxed);
         drop(fresh);
-        (Iter::new(Some(copy), &layers, start, end), locks)
+        (copy, layers, locks)
     }
 
     /// The first entry in key order.

@@ -1,0 +1,330 @@
+//! The `serde` feature: the three maps written and read back through a
+//! binary format (CBOR, keys as bytes) and a human-readable one (JSON, keys
+//! as strings), against a `BTreeMap` model, over keys that stress tries.
+//!
+//! `cargo test -p memkv --features serde --test serde`
+
+#![cfg(feature = "serde")]
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use memkv::{FastArt, FrozenLayer, HybridConfig, HybridMap};
+use proptest::prelude::*;
+use serde::ser::{SerializeMap, Serializer};
+
+#[path = "common/radix_keys.rs"]
+mod radix_keys;
+
+/// Entries written as a serde map in the order given, repeated keys and
+/// all, with keys as bytes: what another program might send.
+struct AsMap<'a>(&'a [(Vec<u8>, u64)]);
+
+impl serde::Serialize for AsMap<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            map.serialize_entry(&Bytes(key), value)?;
+        }
+        map.end()
+    }
+}
+
+struct Bytes<'a>(&'a [u8]);
+
+impl serde::Serialize for Bytes<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(self.0)
+    }
+}
+
+fn to_cbor(value: &impl serde::Serialize) -> Vec<u8> {
+    let mut out = Vec::new();
+    ciborium::into_writer(value, &mut out).unwrap();
+    out
+}
+
+fn from_cbor<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    ciborium::from_reader(bytes).map_err(|err| err.to_string())
+}
+
+fn entries_of_art(map: &FastArt<u64>) -> Vec<(Vec<u8>, u64)> {
+    map.iter().map(|(key, value)| (key, *value)).collect()
+}
+
+/// A hybrid map holding `model`'s entries spread over a base, a sealed
+/// delta's worth of writes merged in, and a fresh delta with tombstones
+/// over base keys, as `ops` place them.
+fn hybrid_of(
+    ops: &[(Vec<u8>, Option<u64>)],
+    freeze_at: usize,
+) -> (HybridMap<u64>, BTreeMap<Vec<u8>, u64>) {
+    let map = HybridMap::with_config(HybridConfig::new().manual());
+    let mut model = BTreeMap::new();
+    for (i, (key, value)) in ops.iter().enumerate() {
+        if i == freeze_at {
+            map.freeze().unwrap();
+        }
+        match value {
+            Some(value) => {
+                map.insert(key, *value);
+                model.insert(key.clone(), *value);
+            }
+            None => {
+                map.remove(key);
+                model.remove(key);
+            }
+        }
+    }
+    (map, model)
+}
+
+fn op() -> impl Strategy<Value = (Vec<u8>, Option<u64>)> {
+    (
+        radix_keys::radix_key(),
+        prop::option::weighted(0.8, 0..1000u64),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Every map writes the same bytes as the model (so the same entries, in
+    /// the same order, with the same count up front), and each reads back
+    /// what any of them wrote.
+    #[test]
+    fn every_map_writes_and_reads_the_models_entries(
+        ops in prop::collection::vec(op(), 0..300),
+        freeze_at in 0..300usize,
+    ) {
+        let (hybrid, model) = hybrid_of(&ops, freeze_at);
+        let art: FastArt<u64> = model.iter().map(|(k, v)| (k, *v)).collect();
+        let frozen = FrozenLayer::from_fast_art(&art).unwrap();
+        let sorted: Vec<(Vec<u8>, u64)> = model.clone().into_iter().collect();
+
+        let written = to_cbor(&AsMap(&sorted));
+        prop_assert_eq!(&to_cbor(&art), &written, "FastArt");
+        prop_assert_eq!(&to_cbor(&frozen), &written, "FrozenLayer");
+        prop_assert_eq!(&to_cbor(&hybrid), &written, "HybridMap");
+
+        let art: FastArt<u64> = from_cbor(&written).unwrap();
+        prop_assert_eq!(entries_of_art(&art), sorted.clone());
+        art.check_invariants().unwrap();
+        let frozen: FrozenLayer<u64> = from_cbor(&written).unwrap();
+        prop_assert_eq!(frozen.iter().collect::<Vec<_>>(), sorted.clone());
+        let hybrid: HybridMap<u64> = from_cbor(&written).unwrap();
+        prop_assert_eq!(hybrid.len(), sorted.len());
+        prop_assert_eq!(hybrid.iter().collect::<Vec<_>>(), sorted);
+    }
+
+    /// Entries in any order, keys repeated: the last value for a key wins,
+    /// as with inserts in that order.
+    #[test]
+    fn entries_in_any_order_read_as_inserted_in_turn(
+        entries in prop::collection::vec((radix_keys::radix_key(), 0..1000u64), 0..200),
+        sorted_head in 0..200usize,
+    ) {
+        // Often a sorted run first, as the frozen layer's reader streams
+        // such a run into its builder before it falls back to a tree.
+        let mut entries = entries;
+        let head = sorted_head.min(entries.len());
+        entries[..head].sort();
+        let model: BTreeMap<Vec<u8>, u64> = entries.iter().cloned().collect();
+        let want: Vec<(Vec<u8>, u64)> = model.into_iter().collect();
+        let written = to_cbor(&AsMap(&entries));
+
+        let art: FastArt<u64> = from_cbor(&written).unwrap();
+        prop_assert_eq!(entries_of_art(&art), want.clone());
+        let frozen: FrozenLayer<u64> = from_cbor(&written).unwrap();
+        prop_assert_eq!(frozen.iter().collect::<Vec<_>>(), want.clone());
+        let hybrid: HybridMap<u64> = from_cbor(&written).unwrap();
+        prop_assert_eq!(hybrid.iter().collect::<Vec<_>>(), want.clone());
+        prop_assert_eq!(hybrid.len(), want.len());
+    }
+}
+
+#[test]
+fn json_keys_are_strings_and_round_trip() {
+    let art: FastArt<u64> = [("usr/bin/ls", 1), ("", 0), ("é/ü", 2)]
+        .into_iter()
+        .collect();
+    let json = serde_json::to_string(&art).unwrap();
+    assert_eq!(json, r#"{"":0,"usr/bin/ls":1,"é/ü":2}"#);
+    let frozen = FrozenLayer::from_fast_art(&art).unwrap();
+    assert_eq!(serde_json::to_string(&frozen).unwrap(), json);
+    let hybrid: HybridMap<u64> = art.iter().map(|(k, v)| (k, *v)).collect();
+    assert_eq!(serde_json::to_string(&hybrid).unwrap(), json);
+
+    let back: FastArt<u64> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, art);
+    let back: FrozenLayer<u64> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, frozen);
+    let back: HybridMap<u64> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, hybrid);
+    // And as the map any Rust program would read it into.
+    let plain: BTreeMap<String, u64> = serde_json::from_str(&json).unwrap();
+    assert_eq!(plain.len(), 3);
+}
+
+#[test]
+fn string_values_round_trip() {
+    let layer =
+        FrozenLayer::from_sorted_iter([("/a", "Start".to_string()), ("/b", "Ende".to_string())])
+            .unwrap();
+    let json = serde_json::to_string(&layer).unwrap();
+    assert_eq!(json, r#"{"/a":"Start","/b":"Ende"}"#);
+    let back: FrozenLayer<String> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, layer);
+}
+
+#[test]
+fn keys_as_sequences_of_bytes_are_read() {
+    // What `BTreeMap<Vec<u8>, _>` writes without serde_bytes.
+    let model: BTreeMap<Vec<u8>, u64> = [(vec![0xFF, 0], 1), (vec![], 2), (b"ab".to_vec(), 3)]
+        .into_iter()
+        .collect();
+    let written = to_cbor(&model);
+    let want: Vec<(Vec<u8>, u64)> = model.into_iter().collect();
+    let art: FastArt<u64> = from_cbor(&written).unwrap();
+    assert_eq!(entries_of_art(&art), want);
+    let frozen: FrozenLayer<u64> = from_cbor(&written).unwrap();
+    assert_eq!(frozen.iter().collect::<Vec<_>>(), want);
+    let hybrid: HybridMap<u64> = from_cbor(&written).unwrap();
+    assert_eq!(hybrid.iter().collect::<Vec<_>>(), want);
+}
+
+#[test]
+fn a_key_that_is_not_utf8_is_an_error_in_json_not_a_panic() {
+    let art: FastArt<u64> = [(&b"\xFF"[..], 1)].into_iter().collect();
+    assert!(serde_json::to_string(&art).is_err());
+    // A binary format takes it.
+    let back: FastArt<u64> = from_cbor(&to_cbor(&art)).unwrap();
+    assert_eq!(back, art);
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    for json in [
+        "[1,2]",
+        "7",
+        r#"{"a":"one"}"#,
+        r#"{"a":1,"#,
+        r#"{"a":-1}"#,
+        "",
+    ] {
+        assert!(
+            serde_json::from_str::<FastArt<u64>>(json).is_err(),
+            "FastArt took {json:?}"
+        );
+        assert!(
+            serde_json::from_str::<FrozenLayer<u64>>(json).is_err(),
+            "FrozenLayer took {json:?}"
+        );
+        assert!(
+            serde_json::from_str::<HybridMap<u64>>(json).is_err(),
+            "HybridMap took {json:?}"
+        );
+    }
+    // Out of order before the error: the frozen layer's reader has moved
+    // to its tree by then.
+    let json = r#"{"b":1,"a":2,"c":"three"}"#;
+    assert!(serde_json::from_str::<FrozenLayer<u64>>(json).is_err());
+    let message = serde_json::from_str::<FastArt<u64>>("[]")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("a map from keys to values, for a FastArt"),
+        "{message}"
+    );
+
+    // Every truncation of a good encoding.
+    let entries: Vec<(Vec<u8>, u64)> = (0..40u64)
+        .map(|i| (format!("k/{i:03}").into_bytes(), i))
+        .collect();
+    let written = to_cbor(&AsMap(&entries));
+    for len in 0..written.len() {
+        let cut = &written[..len];
+        assert!(
+            from_cbor::<FastArt<u64>>(cut).is_err(),
+            "FastArt took {len} bytes"
+        );
+        assert!(
+            from_cbor::<FrozenLayer<u64>>(cut).is_err(),
+            "FrozenLayer took {len} bytes"
+        );
+        assert!(
+            from_cbor::<HybridMap<u64>>(cut).is_err(),
+            "HybridMap took {len} bytes"
+        );
+    }
+
+    // A key claiming 2^60 byte values: an error, not an allocation of that.
+    let huge = [0xA1, 0x9B, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x00];
+    assert!(from_cbor::<FastArt<u64>>(&huge).is_err());
+}
+
+/// While another thread writes and merges run, every map written is a
+/// whole snapshot: its count up front matches its entries, so the encoding
+/// reads back in full, with no bytes left over.
+#[test]
+fn a_hybrid_map_written_under_writes_is_one_snapshot() {
+    let config = HybridConfig::new().min_delta_keys(64).key_ratio(0.05);
+    let map: HybridMap<u64> = (0..4_000u64).map(|i| (format!("k/{i:05}"), i)).collect();
+    let map = HybridMap::from_frozen(FrozenLayer::from_sorted_iter(map.iter()).unwrap(), config);
+    let stop = AtomicBool::new(false);
+    /// Stops the writer however the reader ends: a scope waits for it.
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let key = format!("k/{:05}", (i * 7919) % 6_000);
+                if i.is_multiple_of(3) {
+                    map.remove(&key);
+                } else {
+                    map.insert(&key, i);
+                }
+                i += 1;
+            }
+        });
+        let _stop = StopOnDrop(&stop);
+        for _ in 0..40 {
+            let written = to_cbor(&map);
+            let mut reader = &written[..];
+            let plain: BTreeMap<serde_bytes_key::Key, u64> =
+                ciborium::from_reader(&mut reader).unwrap();
+            assert!(reader.is_empty(), "{} bytes after the map", reader.len());
+            let back: FastArt<u64> = from_cbor(&written).unwrap();
+            assert_eq!(back.len(), plain.len());
+            assert!(plain.keys().all(|key| key.0.starts_with(b"k/")));
+        }
+    });
+}
+
+/// A key read as bytes, for reading a map into a `BTreeMap` without this
+/// crate.
+mod serde_bytes_key {
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    pub(crate) struct Key(pub(crate) Vec<u8>);
+
+    impl<'de> serde::Deserialize<'de> for Key {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl serde::de::Visitor<'_> for Visit {
+                type Value = Key;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("bytes")
+                }
+                fn visit_bytes<E>(self, bytes: &[u8]) -> Result<Key, E> {
+                    Ok(Key(bytes.to_vec()))
+                }
+            }
+            deserializer.deserialize_bytes(Visit)
+        }
+    }
+}
