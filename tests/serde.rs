@@ -328,3 +328,110 @@ mod serde_bytes_key {
         }
     }
 }
+
+/// A layer as its file's bytes, inside a struct of the user's.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Dictionary<V: memkv::FrozenValue> {
+    name: String,
+    #[serde(with = "memkv::frozen::file_bytes")]
+    layer: FrozenLayer<V>,
+}
+
+fn file_bytes_round_trip<V>(entries: Vec<(&str, V)>)
+where
+    V: memkv::FrozenValue + PartialEq + std::fmt::Debug,
+{
+    let layer = FrozenLayer::from_sorted_iter(entries).unwrap();
+    let dictionary = Dictionary {
+        name: "d".into(),
+        layer,
+    };
+    let written = to_cbor(&dictionary);
+    let back: Dictionary<V> = from_cbor(&written).unwrap();
+    assert!(back.layer == dictionary.layer);
+    // A human-readable format writes the bytes as numbers, and reads them.
+    let json = serde_json::to_string(&dictionary).unwrap();
+    let back: Dictionary<V> = serde_json::from_str(&json).unwrap();
+    assert!(back.layer == dictionary.layer);
+}
+
+#[test]
+fn a_layer_as_file_bytes_round_trips() {
+    file_bytes_round_trip(vec![("", 0u64), ("a", u64::MAX), ("ab", 7)]);
+    file_bytes_round_trip(vec![("a", "x".to_string()), ("b", String::new())]);
+    file_bytes_round_trip(vec![("\u{0}", vec![0xFFu8; 300])]);
+    file_bytes_round_trip::<u8>(vec![]);
+}
+
+/// The bytes of a layer wrapped as a `Dictionary` would be, in CBOR.
+fn dictionary_cbor(layer_bytes: &[u8]) -> Vec<u8> {
+    struct Raw<'a>(&'a [u8]);
+    impl serde::Serialize for Raw<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeStruct;
+            let mut s = serializer.serialize_struct("Dictionary", 2)?;
+            s.serialize_field("name", "d")?;
+            s.serialize_field("layer", &Bytes(self.0))?;
+            s.end()
+        }
+    }
+    to_cbor(&Raw(layer_bytes))
+}
+
+#[test]
+fn damaged_or_forged_file_bytes_are_errors() {
+    let keys: Vec<String> = (0..300)
+        .map(|i| format!("usr/share/doc/p{}/f{}", i % 17, i))
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    let layer = FrozenLayer::from_sorted_iter(sorted.iter().zip(0u64..)).unwrap();
+    let good = layer.as_bytes().to_vec();
+    assert!(from_cbor::<Dictionary<u64>>(&dictionary_cbor(&good)).is_ok());
+    assert!(
+        from_cbor::<Dictionary<u32>>(&dictionary_cbor(&good)).is_err(),
+        "another value type"
+    );
+    for at in 0..good.len() {
+        let mut bytes = good.clone();
+        bytes[at] ^= 0x10;
+        assert!(
+            from_cbor::<Dictionary<u64>>(&dictionary_cbor(&bytes)).is_err(),
+            "flip at {at}"
+        );
+    }
+    // Bytes as a list claiming 2^60 elements: an error, not a reserve.
+    let mut huge = vec![0xA2, 0x64];
+    huge.extend(b"name");
+    huge.extend([0x61, b'd', 0x65]);
+    huge.extend(b"layer");
+    huge.extend([0x9B, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x00]);
+    assert!(from_cbor::<Dictionary<u64>>(&huge).is_err());
+    // Forged: node bytes changed and the checksum made valid again. What
+    // is accepted must answer as a whole layer does.
+    let (mut refused, mut state) = (0, 0x9E37_79B9_7F4A_7C15u64);
+    for _ in 0..400 {
+        let mut bytes = good.clone();
+        for _ in 0..3 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = 48 + (state as usize) % (good.len() / 2);
+            bytes[at] = (state >> 32) as u8;
+        }
+        let end = bytes.len();
+        let crc = crc32fast::hash(&bytes[..end - 4]);
+        bytes[end - 4..].copy_from_slice(&crc.to_le_bytes());
+        match from_cbor::<Dictionary<u64>>(&dictionary_cbor(&bytes)) {
+            Err(_) => refused += 1,
+            Ok(back) => {
+                let entries: Vec<(Vec<u8>, u64)> = back.layer.iter().collect();
+                assert_eq!(entries.len(), back.layer.len());
+                for (key, value) in &entries {
+                    assert_eq!(back.layer.get(key), Some(*value));
+                }
+            }
+        }
+    }
+    assert!(refused > 300, "only {refused} of 400 forgeries refused");
+}

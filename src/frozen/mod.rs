@@ -132,6 +132,8 @@
 
 mod build;
 mod column;
+#[cfg(feature = "serde")]
+pub mod file_bytes;
 mod format;
 mod fst_builder;
 mod fst_node;

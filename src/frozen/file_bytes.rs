@@ -1,0 +1,90 @@
+//! A [`FrozenLayer`] in serde as its file's bytes, for
+//! `#[serde(with = "memkv::frozen::file_bytes")]` (the `serde` feature).
+//!
+//! A layer's own `Serialize` writes a map from keys to values, which any
+//! other map can read; this writes the layer's file instead (what
+//! [`save`](FrozenLayer::save) writes), as one byte string: as small as the
+//! layer, and read back without a build. On the 7.3 M Debian paths with
+//! `u64` values that is 67 MB against 491 MB for the map in CBOR. It suits
+//! binary formats; a human-readable one writes bytes as a list of numbers.
+//!
+//! Reading treats the bytes as coming from elsewhere: it runs the checks of
+//! [`from_bytes`](FrozenLayer::from_bytes) and then
+//! [`verify_structure`](FrozenLayer::verify_structure) (about two
+//! iterations' time), so that damaged or forged bytes are an error and no
+//! later query on the layer can panic.
+//!
+//! ```
+//! use memkv::FrozenLayer;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Dictionary {
+//!     name: String,
+//!     #[serde(with = "memkv::frozen::file_bytes")]
+//!     words: FrozenLayer<u64>,
+//! }
+//!
+//! let words = FrozenLayer::from_sorted_iter([("apple", 1u64), ("pear", 2)])?;
+//! let dictionary = Dictionary { name: "fruit".into(), words };
+//! let mut bytes = Vec::new();
+//! ciborium::into_writer(&dictionary, &mut bytes)?;
+//! let back: Dictionary = ciborium::from_reader(&bytes[..])?;
+//! assert_eq!(back.words.get("pear"), Some(2));
+//! assert!(back.words == dictionary.words);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+
+use serde::de::{self, SeqAccess, Visitor};
+use serde::{Deserializer, Serializer};
+
+use super::{FrozenLayer, FrozenValue};
+
+/// Writes `layer` as its file's bytes.
+pub fn serialize<V: FrozenValue, S: Serializer>(
+    layer: &FrozenLayer<V>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_bytes(layer.as_bytes())
+}
+
+/// Reads a layer from its file's bytes, checked in full (see the module's
+/// docs).
+pub fn deserialize<'de, V: FrozenValue, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<FrozenLayer<V>, D::Error> {
+    let bytes = deserializer.deserialize_byte_buf(FileBytes)?;
+    let layer = FrozenLayer::from_bytes(bytes).map_err(de::Error::custom)?;
+    layer.verify_structure().map_err(de::Error::custom)?;
+    Ok(layer)
+}
+
+struct FileBytes;
+
+impl<'de> Visitor<'de> for FileBytes {
+    type Value = Vec<u8>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a FrozenLayer's file, as bytes")
+    }
+
+    fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Vec<u8>, E> {
+        Ok(bytes.to_vec())
+    }
+
+    fn visit_byte_buf<E: de::Error>(self, bytes: Vec<u8>) -> Result<Vec<u8>, E> {
+        Ok(bytes)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+        // A length from the input is only a hint: a damaged one must not
+        // reserve gigabytes.
+        let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+        while let Some(byte) = seq.next_element()? {
+            bytes.push(byte);
+        }
+        Ok(bytes)
+    }
+}
