@@ -109,9 +109,9 @@
 //!   on any of the three maps (fuzzy lookups).
 //! - `serde`: `Serialize` and `Deserialize` for [`FastArt`],
 //!   [`FrozenLayer`] and [`HybridMap`], each as a map from keys to values in
-//!   key order, so that what one writes reads back as any other, or as a
-//!   `BTreeMap`. Keys are strings in human-readable formats where they are
-//!   UTF-8, bytes otherwise. `frozen::file_bytes` writes a layer as its
+//!   key order, so that what one writes reads back as any other. Keys are
+//!   strings in human-readable formats where they are UTF-8, bytes
+//!   otherwise. `frozen::file_bytes` writes a layer as its
 //!   file's bytes instead, for `#[serde(with = ...)]`.
 //!
 //! # Errors and limits

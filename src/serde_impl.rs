@@ -2,10 +2,17 @@
 //!
 //! Each map is written as a serde map from its keys to its values, in key
 //! order, with its number of entries given up front, so that what one map
-//! writes reads back as any of the others, or as a `BTreeMap`. A key goes
-//! out as a string where the format is human-readable and the key is UTF-8
-//! (JSON's object keys must be strings), and as bytes otherwise; a key comes
-//! back from a string, bytes, or a sequence of byte values.
+//! writes reads back as any of the others. A key goes out as a string where
+//! the format is human-readable and the key is UTF-8 (JSON's object keys
+//! must be strings), and as bytes otherwise.
+//!
+//! A key comes back from whatever a human-readable format holds (a string,
+//! or a sequence of byte values); in a binary format it must be bytes, or a
+//! sequence of byte values (what a `BTreeMap<Vec<u8>, _>` writes): a binary
+//! format cannot always be asked what it holds. So a CBOR map whose keys
+//! are text strings is refused, and what these maps write to CBOR reads as a
+//! `BTreeMap<Vec<u8>, _>`, not a `BTreeMap<String, _>`; in JSON it is the
+//! other way round (MessagePack, bincode and postcard read either way).
 //!
 //! Reading takes the entries in any order. When a key comes more than once
 //! the last value wins, as with repeated inserts (and with serde's own
@@ -106,7 +113,16 @@ struct KeyBuf(Vec<u8>);
 
 impl<'de> Deserialize<'de> for KeyBuf {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_byte_buf(KeyVisitor)
+        // A human-readable format wrote a string (or, for a key that is not
+        // UTF-8, bytes as it writes them): asked for bytes, some decode a
+        // string as base64 (RON) or refuse (YAML), so let it say what it
+        // has. A binary format may not know (bincode cannot be asked), and
+        // wrote bytes.
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_any(KeyVisitor)
+        } else {
+            deserializer.deserialize_byte_buf(KeyVisitor)
+        }
     }
 }
 
@@ -312,8 +328,11 @@ where
 
 /// Reads a serde map from keys to values, in any order (see the module's
 /// docs), as `collect` builds a map (its `FromIterator`): into the base at
-/// once, straight from entries in key order.
-/// The map has the default [`HybridConfig`](crate::HybridConfig).
+/// once, straight from entries in key order (from 65,536 entries, in shares
+/// on up to four cores).
+/// The map has the default [`HybridConfig`](crate::HybridConfig); for
+/// another, read a [`FrozenLayer`] and give it to
+/// [`HybridMap::from_frozen`].
 ///
 /// ```
 /// let map: memkv::HybridMap<u32> = serde_json::from_str(r#"{"a":1,"b":2}"#)?;

@@ -52,6 +52,10 @@ fn entries_of_art(map: &FastArt<u64>) -> Vec<(Vec<u8>, u64)> {
     map.iter().map(|(key, value)| (key, *value)).collect()
 }
 
+fn entries_of_frozen(map: &FrozenLayer<u64>) -> Vec<(Vec<u8>, u64)> {
+    map.iter().collect()
+}
+
 /// A hybrid map holding `model`'s entries spread over a base, a sealed
 /// delta's worth of writes merged in, and a fresh delta with tombstones
 /// over base keys, as `ops` place them.
@@ -164,6 +168,32 @@ fn json_keys_are_strings_and_round_trip() {
     // And as the map any Rust program would read it into.
     let plain: BTreeMap<String, u64> = serde_json::from_str(&json).unwrap();
     assert_eq!(plain.len(), 3);
+}
+
+/// RON and YAML answer a request for bytes by decoding a string as base64
+/// or by refusing it; keys are read from what they hold.
+#[test]
+fn ron_keys_round_trip() {
+    let art: FastArt<u64> = [("abcd", 1u64), ("a", 3), ("", 0), ("usr/bin/ls", 2)]
+        .into_iter()
+        .collect();
+    let ron = ron::to_string(&art).unwrap();
+    assert_eq!(ron, r#"{"":0,"a":3,"abcd":1,"usr/bin/ls":2}"#);
+    let back: FastArt<u64> = ron::from_str(&ron).unwrap();
+    assert_eq!(back, art);
+    let back: FrozenLayer<u64> = ron::from_str(&ron).unwrap();
+    assert_eq!(entries_of_frozen(&back), entries_of_art(&art));
+    let back: HybridMap<u64> = ron::from_str(&ron).unwrap();
+    assert_eq!(back.iter().collect::<Vec<_>>(), entries_of_art(&art));
+    // A key that is not UTF-8 goes out as RON's bytes, and comes back.
+    let odd: FastArt<u64> = [(&b"\xFF\x00"[..], 1u64)].into_iter().collect();
+    let back: FastArt<u64> = ron::from_str(&ron::to_string(&odd).unwrap()).unwrap();
+    assert_eq!(back, odd);
+}
+
+#[test]
+fn a_json_key_with_a_lone_surrogate_is_an_error() {
+    assert!(serde_json::from_str::<FastArt<u64>>(r#"{"\ud800":1}"#).is_err());
 }
 
 #[test]
