@@ -283,13 +283,13 @@ impl<'de, V: FrozenValue + Deserialize<'de>> FromMap<'de> for FrozenLayer<V> {
                 }
                 tree.insert(key, value);
                 tree.extend(&mut entries);
-                entries.error.take().map_or(Ok(()), Err)?;
+                entries.finish(())?;
                 return FrozenLayer::from_fast_art(&tree).map_err(de::Error::custom);
             }
             builder.insert(&key, value).map_err(de::Error::custom)?;
             last = Some(key);
         }
-        entries.error.take().map_or(Ok(()), Err)?;
+        entries.finish(())?;
         builder.into_layer().map_err(de::Error::custom)
     }
 }
