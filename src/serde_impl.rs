@@ -4,7 +4,8 @@
 //! order, with its number of entries given up front, so that what one map
 //! writes reads back as any of the others. A key goes out as a string where
 //! the format is human-readable and the key is UTF-8 (JSON's object keys
-//! must be strings), and as bytes otherwise.
+//! must be strings), and as bytes otherwise, which most human-readable
+//! formats refuse (JSON, YAML and TOML do; RON writes them).
 //!
 //! A key comes back from whatever a human-readable format holds (a string,
 //! or a sequence of byte values); in a binary format it must be bytes, or a
@@ -12,7 +13,9 @@
 //! format cannot always be asked what it holds. So a CBOR map whose keys
 //! are text strings is refused, and what these maps write to CBOR reads as a
 //! `BTreeMap<Vec<u8>, _>`, not a `BTreeMap<String, _>`; in JSON it is the
-//! other way round (MessagePack, bincode and postcard read either way).
+//! other way round (MessagePack, bincode and postcard read either way). In
+//! YAML, an unquoted key that reads as a number, a boolean or null (`1:`,
+//! `true:`, `~:`) is refused with an error: quote it.
 //!
 //! Reading takes the entries in any order. When a key comes more than once
 //! the last value wins, as with repeated inserts (and with serde's own

@@ -383,6 +383,8 @@ where
     let json = serde_json::to_string(&dictionary).unwrap();
     let back: Dictionary<V> = serde_json::from_str(&json).unwrap();
     assert!(back.layer == dictionary.layer);
+    // The buffer the bytes grew in is trimmed: the layer keeps it.
+    assert_eq!(back.layer.memory_usage(), dictionary.layer.memory_usage());
 }
 
 #[test]
@@ -464,4 +466,74 @@ fn damaged_or_forged_file_bytes_are_errors() {
         }
     }
     assert!(refused > 300, "only {refused} of 400 forgeries refused");
+}
+
+/// A layer of `()` values whose fst is a ladder of `levels` nodes with two
+/// ways down each, numbered as the builders number: 2^levels keys, all
+/// consistent, in a few hundred bytes (the column of `()` values does not
+/// grow with the keys).
+fn ladder_layer(levels: u32) -> Vec<u8> {
+    let small = FrozenLayer::from_sorted_iter((0..8u8).map(|i| ([i], ()))).unwrap();
+    let file = small.as_bytes();
+    let field = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().unwrap()) as usize;
+    let trailer = file.len() - 32;
+    let (fst_len, column_len) = (field(trailer + 8), field(trailer + 16));
+    let rest = &file[32 + fst_len..trailer]; // the column and the jump table
+
+    let mut nodes = vec![0x00, 0x00, 0x40]; // a final node
+    for k in 1..=levels {
+        nodes.extend((1u64 << (k - 1)).to_le_bytes());
+        nodes.extend(0u64.to_le_bytes());
+        nodes.extend([1, 1, b'b', b'a', 0x18, 0x02]);
+    }
+    let root = (16 + nodes.len() - 1) as u64;
+    let keys = 1u64 << levels;
+    let mut fst = 3u64.to_le_bytes().to_vec();
+    fst.extend(0u64.to_le_bytes());
+    fst.extend(&nodes);
+    fst.extend(keys.to_le_bytes());
+    fst.extend(root.to_le_bytes());
+    fst.extend([0; 4]);
+
+    let mut forged = file[..32].to_vec();
+    forged.extend(&fst);
+    forged.extend(rest);
+    forged.extend(keys.to_le_bytes());
+    forged.extend((fst.len() as u64).to_le_bytes());
+    forged.extend((column_len as u64).to_le_bytes());
+    forged.extend(&file[file.len() - 8..file.len() - 4]);
+    let crc = crc32fast::hash(&forged);
+    forged.extend(crc.to_le_bytes());
+    forged
+}
+
+#[derive(serde::Deserialize)]
+struct Bounded {
+    #[allow(dead_code)]
+    name: String,
+    #[serde(deserialize_with = "at_most_a_million")]
+    layer: FrozenLayer<()>,
+}
+
+fn at_most_a_million<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FrozenLayer<()>, D::Error> {
+    memkv::frozen::file_bytes::deserialize_at_most(d, 1_000_000)
+}
+
+#[test]
+fn a_layer_claiming_more_keys_than_allowed_is_refused_before_its_check() {
+    // Consistent: accepted, and walked in full, by the unbounded reader.
+    let small = dictionary_cbor(&ladder_layer(12));
+    let back: Dictionary<()> = from_cbor(&small).unwrap();
+    assert_eq!((back.layer.len(), back.layer.keys().count()), (4096, 4096));
+    let back: Bounded = from_cbor(&small).unwrap();
+    assert_eq!(back.layer.len(), 4096);
+    // 2^40 keys in a few hundred bytes: refused at once (walking them
+    // would take days).
+    let huge = dictionary_cbor(&ladder_layer(40));
+    assert!(huge.len() < 1024);
+    let refused = from_cbor::<Bounded>(&huge).err().unwrap();
+    assert!(
+        refused.contains("claims 1099511627776 keys, more than the 1000000 allowed"),
+        "{refused}"
+    );
 }
