@@ -238,13 +238,24 @@ impl<'de, T: FromMap<'de>> Visitor<'de> for MapVisitor<T> {
     }
 }
 
+/// A map collected from the entries of `access` (through its
+/// `FromIterator`), or the error that ended them.
+fn collect_entries<'de, A, V, M>(access: A) -> Result<M, A::Error>
+where
+    A: MapAccess<'de>,
+    V: Deserialize<'de>,
+    M: FromIterator<(Vec<u8>, V)>,
+{
+    let mut entries = Entries::new(access);
+    let map = (&mut entries).collect();
+    entries.finish(map)
+}
+
 impl<'de, V: Deserialize<'de>> FromMap<'de> for FastArt<V> {
     const EXPECTING: &'static str = "a map from keys to values, for a FastArt";
 
     fn from_map<A: MapAccess<'de>>(access: A) -> Result<Self, A::Error> {
-        let mut entries = Entries::new(access);
-        let map = (&mut entries).collect();
-        entries.finish(map)
+        collect_entries(access)
     }
 }
 
@@ -323,9 +334,7 @@ where
     const EXPECTING: &'static str = "a map from keys to values, for a HybridMap";
 
     fn from_map<A: MapAccess<'de>>(access: A) -> Result<Self, A::Error> {
-        let mut entries = Entries::new(access);
-        let map = (&mut entries).collect();
-        entries.finish(map)
+        collect_entries(access)
     }
 }
 
