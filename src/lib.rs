@@ -111,8 +111,9 @@
 //!   [`FrozenLayer`] and [`HybridMap`], each as a map from keys to values in
 //!   key order, so that what one writes reads back as any other. Keys are
 //!   bytes in binary formats and strings in human-readable ones, where a
-//!   key that is not UTF-8 is an error in most (JSON's among them). `frozen::file_bytes` writes a layer as its
-//!   file's bytes instead, for `#[serde(with = ...)]`.
+//!   key that is not UTF-8 is an error in most (JSON's among them).
+//!   `frozen::file_bytes` writes a layer as its file's bytes instead, for
+//!   `#[serde(with = ...)]`.
 //!
 //! # Errors and limits
 //!

@@ -1707,19 +1707,24 @@ where
     }
 
     /// A snapshot of the whole map and its exact number of entries, for a
-    /// writer that needs the count first (serde's `serialize_map`). Unless
-    /// no delta holds an entry, when the iterator's size hint is exact, it
-    /// is counted by a walk over a second merge of the same snapshot.
+    /// writer that needs the count first (serde's `serialize_map`). The
+    /// iterator's size hint is exact only while no delta holds an entry;
+    /// otherwise the count comes from a walk over a second merge of the
+    /// same snapshot.
     #[cfg(feature = "serde")]
     pub(crate) fn counted_snapshot(&self) -> (usize, Iter<V>) {
         let (copy, layers, _) =
             self.snapshot_parts((Bound::Unbounded, Bound::Unbounded), &mut Unguarded);
         let whole = |copy| Iter::new(Some(copy), &layers, Bound::Unbounded, Bound::Unbounded);
-        let counting = (copy.len() > 0 || !layers.deltas.is_empty()).then(|| whole(copy.clone()));
-        let entries = whole(copy);
+        let entries = whole(copy.clone());
+        let walk = match entries.size_hint() {
+            (lower, Some(upper)) if lower == upper => None,
+            _ => Some(whole(copy)),
+        };
         // The iterators hold the layers they read; the guard is for loads.
         drop(layers);
-        let len = match counting {
+        let len = match walk {
+            None => entries.size_hint().0,
             Some(mut walk) => {
                 let mut len = 0;
                 while walk.next_entry().is_some() {
@@ -1727,7 +1732,6 @@ where
                 }
                 len
             }
-            None => entries.size_hint().0,
         };
         (len, entries)
     }
