@@ -154,15 +154,21 @@ impl<'de> Visitor<'de> for KeyVisitor {
         Ok(KeyBuf(key))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut bytes: A) -> Result<KeyBuf, A::Error> {
-        // A length from the input is only a hint: a damaged one must not
-        // reserve gigabytes.
-        let mut key = Vec::with_capacity(bytes.size_hint().unwrap_or(0).min(4096));
-        while let Some(byte) = bytes.next_element()? {
-            key.push(byte);
-        }
-        Ok(KeyBuf(key))
+    fn visit_seq<A: SeqAccess<'de>>(self, bytes: A) -> Result<KeyBuf, A::Error> {
+        bytes_of_seq(bytes).map(KeyBuf)
     }
+}
+
+/// The bytes of a sequence of byte values (how a format without a bytes
+/// type, such as JSON, writes a byte string).
+pub(crate) fn bytes_of_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<u8>, A::Error> {
+    // A length from the input is only a hint: a damaged one must not
+    // reserve gigabytes.
+    let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+    while let Some(byte) = seq.next_element()? {
+        bytes.push(byte);
+    }
+    Ok(bytes)
 }
 
 /// The entries of a serde map as an iterator, for the maps' `FromIterator`

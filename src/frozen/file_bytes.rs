@@ -131,13 +131,7 @@ impl<'de> Visitor<'de> for FileBytes {
         Ok(bytes)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
-        // A length from the input is only a hint: a damaged one must not
-        // reserve gigabytes.
-        let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
-        while let Some(byte) = seq.next_element()? {
-            bytes.push(byte);
-        }
-        Ok(bytes)
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Vec<u8>, A::Error> {
+        crate::serde_impl::bytes_of_seq(seq)
     }
 }
