@@ -1,6 +1,7 @@
 //! The `serde` feature: the three maps written and read back through a
-//! binary format (CBOR, keys as bytes) and a human-readable one (JSON, keys
-//! as strings), against a `BTreeMap` model, over keys that stress tries.
+//! binary format (CBOR, keys as bytes) and human-readable ones (JSON and
+//! RON, keys as strings), against a `BTreeMap` model, over keys that stress
+//! tries; and `frozen::file_bytes`, against damaged and forged files.
 //!
 //! `cargo test -p memkv --features serde --test serde`
 
@@ -411,7 +412,7 @@ fn dictionary_cbor(layer_bytes: &[u8]) -> Vec<u8> {
 }
 
 #[test]
-fn damaged_or_forged_file_bytes_are_errors() {
+fn damaged_or_inconsistent_file_bytes_are_errors() {
     let keys: Vec<String> = (0..300)
         .map(|i| format!("usr/share/doc/p{}/f{}", i % 17, i))
         .collect();
