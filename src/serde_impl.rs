@@ -85,9 +85,11 @@ impl<V: FrozenValue + Serialize> Serialize for FrozenLayer<V> {
 /// Writes a snapshot of the map, as [`HybridMap::iter`] takes one (writes
 /// from other threads meanwhile change neither its entries nor their
 /// count), as a serde map from keys to values, in key order (see the
-/// module's docs). While a delta holds entries, the snapshot's entries are
-/// counted first, by a walk over them: serde takes a map's length before
-/// its entries, and only the walk knows which tombstones hide an entry.
+/// module's docs). Serde takes a map's length before its entries: the
+/// length is [`HybridMap::len`] read with the snapshot, after settling the
+/// blind writes pending in the fresh delta (as `len` does). Only if blind
+/// writers on other threads leave entries pending again meanwhile is the
+/// snapshot counted by a walk over it first.
 ///
 /// ```
 /// let map: memkv::HybridMap<u32> = [("a", 1), ("b", 2)].into_iter().collect();

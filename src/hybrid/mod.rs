@@ -507,6 +507,23 @@ struct WriteLock<'a, V: FrozenValue> {
     hash: u64,
 }
 
+/// What a snapshot is made of, all read under the fresh delta's read lock.
+struct SnapshotParts<V: FrozenValue> {
+    /// A copy of the fresh delta's entries (within the snapshot's bounds).
+    copy: Batch<V>,
+    /// The layers below the fresh delta.
+    layers: arc_swap::Guard<Arc<Layers<V>>>,
+    /// The count of write locks taken before the snapshot (see
+    /// [`Inner::write_locks`]).
+    write_locks: u64,
+    /// `len`, if nothing was pending in the fresh delta: then it counts the
+    /// copy and the layers exactly, less what the sealed deltas' pending
+    /// entries change ([`Inner::with_sealed_pending`] adds that). Only
+    /// serde's writer needs it (a loaded atomic, no more).
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    settled_len: Option<usize>,
+}
+
 impl<V: FrozenValue> Inner<V> {
     fn read_fresh(&self) -> RwLockReadGuard<'_, Delta<V>> {
         self.fresh.read().unwrap_or_else(PoisonError::into_inner)
@@ -1702,30 +1719,35 @@ where
         (start, end): (Bound<Vec<u8>>, Bound<Vec<u8>>),
         guard: &mut G,
     ) -> (Iter<V>, u64) {
-        let (copy, layers, locks) = self.snapshot_parts((as_slice(&start), as_slice(&end)), guard);
-        (Iter::new(Some(copy), &layers, start, end), locks)
+        let parts = self.snapshot_parts((as_slice(&start), as_slice(&end)), guard);
+        let entries = Iter::new(Some(parts.copy), &parts.layers, start, end);
+        (entries, parts.write_locks)
     }
 
     /// A snapshot of the whole map and its exact number of entries, for a
-    /// writer that needs the count first (serde's `serialize_map`). The
-    /// iterator's size hint is exact only while no delta holds an entry;
-    /// otherwise the count comes from a walk over a second merge of the
-    /// same snapshot.
+    /// writer that needs the count first (serde's `serialize_map`).
     #[cfg(feature = "serde")]
     pub(crate) fn counted_snapshot(&self) -> (usize, Iter<V>) {
-        let (copy, layers, _) =
-            self.snapshot_parts((Bound::Unbounded, Bound::Unbounded), &mut Unguarded);
-        let whole = |copy| Iter::new(Some(copy), &layers, Bound::Unbounded, Bound::Unbounded);
-        let entries = whole(copy.clone());
-        let walk = match entries.size_hint() {
-            (lower, Some(upper)) if lower == upper => None,
-            _ => Some(whole(copy)),
-        };
-        // The iterators hold the layers they read; the guard is for loads.
-        drop(layers);
-        let len = match walk {
-            None => entries.size_hint().0,
-            Some(mut walk) => {
+        let whole = (Bound::Unbounded, Bound::Unbounded);
+        let mut parts = self.snapshot_parts(whole, &mut Unguarded);
+        if parts.settled_len.is_none() {
+            // Blind writes left entries pending: settle them and try again.
+            self.inner.settle_pending();
+            parts = self.snapshot_parts(whole, &mut Unguarded);
+        }
+        let SnapshotParts {
+            copy,
+            layers,
+            settled_len,
+            ..
+        } = parts;
+        let entries = |copy| Iter::new(Some(copy), &layers, Bound::Unbounded, Bound::Unbounded);
+        let len = match settled_len {
+            Some(len) => self.inner.with_sealed_pending(len, &layers),
+            // Blind writers on other threads keep entries pending: count a
+            // second merge of the same snapshot.
+            None => {
+                let mut walk = entries(copy.clone());
                 let mut len = 0;
                 while walk.next_entry().is_some() {
                     len += 1;
@@ -1733,18 +1755,16 @@ where
                 len
             }
         };
-        (len, entries)
+        (len, entries(copy))
     }
 
-    /// What a snapshot is made of: a copy of the fresh delta's entries
-    /// within `bounds` that `guard` lets through, the layers below it, and
-    /// the count of write locks taken before it (see
-    /// [`Inner::write_locks`]), all read under the fresh delta's read lock.
+    /// What a snapshot of the entries within `bounds` is made of, the fresh
+    /// delta's copy holding those that `guard` lets through.
     fn snapshot_parts<G: Guard>(
         &self,
         bounds: (Bound<&[u8]>, Bound<&[u8]>),
         guard: &mut G,
-    ) -> (Batch<V>, arc_swap::Guard<Arc<Layers<V>>>, u64) {
+    ) -> SnapshotParts<V> {
         let mut copy = Batch::new();
         let fresh = self.inner.read_fresh();
         let push = |key: &[u8], slot: Option<&V>| {
@@ -1757,9 +1777,15 @@ where
             fresh.visit(bounds, push);
         }
         let layers = self.inner.layers.load();
-        let locks = self.inner.write_locks.load(Ordering::Relaxed);
+        let write_locks = self.inner.write_locks.load(Ordering::Relaxed);
+        let settled_len = (fresh.pending() == 0).then(|| self.inner.len.load(Ordering::Acquire));
         drop(fresh);
-        (copy, layers, locks)
+        SnapshotParts {
+            copy,
+            layers,
+            write_locks,
+            settled_len,
+        }
     }
 
     /// The first entry in key order.
