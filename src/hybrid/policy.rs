@@ -235,8 +235,9 @@ impl HybridConfig {
     /// Entries whose first ones come in strictly increasing key order need
     /// no tree: the calling thread gathers each part's entries in turn and
     /// the threads build the parts from them in turn. Over the same paths
-    /// sorted, two threads took 3.6 s against 5.7 s for one, for a peak of
-    /// 23 against 17 bytes per key: each thread holds one part's entries
+    /// sorted, two threads took 1.4–2.6 s, for a peak of 19–20 bytes per
+    /// key, and one 2.3–2.6 s for a peak of 16 (2026-11-27, another
+    /// process busy on one core): each thread holds one part's entries
     /// (each key's bytes past those it shares with the key before) and its
     /// builder. The first entries decide, as many as the threshold above:
     /// they must come in strictly increasing order (one repeated key, as
