@@ -345,6 +345,20 @@ fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
         Err(Error::Corrupt { .. })
     ));
 
+    // The same in an fst of version 2, which has no checksum, so that its
+    // key count and root address are the last 16 bytes (the root's low
+    // half zero: read where version 3 keeps it, it would look in bounds).
+    let mut old_fst = bytes.clone();
+    old_fst[32..40].copy_from_slice(&2u64.to_le_bytes());
+    let keys = u64_at(&bytes, trailer).to_le_bytes();
+    old_fst[fst_end - 16..fst_end - 8].copy_from_slice(&keys);
+    old_fst[fst_end - 8..fst_end].copy_from_slice(&(1u64 << 32).to_le_bytes());
+    reseal(&mut old_fst);
+    assert!(matches!(
+        FrozenLayer::<u64>::from_bytes(old_fst),
+        Err(Error::Corrupt { .. })
+    ));
+
     let mut newer = bytes.clone();
     newer[8] = 9;
     assert!(matches!(

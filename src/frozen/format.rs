@@ -226,7 +226,7 @@ pub(crate) fn parse(bytes: &[u8], type_name: &str, check: Check) -> Result<Layou
     // Both lengths are below `bytes.len()` now, so they fit a usize.
     let fst_end = HEADER_LEN + fst_len as usize;
     let column_end = fst_end + column_len as usize;
-    check_fst_root(&bytes[HEADER_LEN..fst_end])?;
+    check_fst_footer(&bytes[HEADER_LEN..fst_end])?;
     Ok(Layout {
         fst: HEADER_LEN..fst_end,
         column: fst_end..column_end,
@@ -235,20 +235,33 @@ pub(crate) fn parse(bytes: &[u8], type_name: &str, check: Check) -> Result<Layou
     })
 }
 
-/// Checks the fst's root address (the 8 bytes before its 4-byte checksum)
-/// lies inside the fst: `fst::raw::Fst::new` adds to it unchecked, which
-/// would overflow (a panic in debug builds) on a damaged value.
-fn check_fst_root(fst: &[u8]) -> Result<()> {
-    // Smaller fsts are refused by `Fst::new` itself.
+/// Checks the two fields of the fst's footer that `fst::raw::Fst::new`
+/// trusts. Its root address must lie inside the fst: the crate adds to it
+/// unchecked, which would overflow (a panic in debug builds) on a damaged
+/// value. Both it and the key count must fit a `usize`: the crate panics
+/// where they do not (on 32-bit targets).
+fn check_fst_footer(fst: &[u8]) -> Result<()> {
+    // Smaller fsts, and versions the crate does not know, it refuses itself.
     if fst.len() < 36 {
         return Ok(());
     }
-    let at = fst.len() - 12;
-    let root = u64::from_le_bytes(fst[at..at + 8].try_into().expect("8 bytes"));
+    let field = |at: usize| u64::from_le_bytes(fst[at..at + 8].try_into().expect("8 bytes"));
+    // Up to version 2 the footer ends the fst; from 3 a checksum follows.
+    let end = if field(0) <= 2 {
+        fst.len()
+    } else {
+        fst.len() - 4
+    };
+    let (keys, root) = (field(end - 16), field(end - 8));
     if root >= fst.len() as u64 {
         return Err(corrupt(format!(
             "the fst's root address {root} lies outside its {} bytes",
             fst.len()
+        )));
+    }
+    if usize::try_from(keys).is_err() {
+        return Err(corrupt(format!(
+            "the fst claims {keys} keys, more than this machine can count"
         )));
     }
     Ok(())

@@ -29,8 +29,8 @@ use super::{EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, ValueKind, ch
 
 /// The estimated bytes of a skip-list node besides the key's box: the key
 /// struct, the reference count and height word, and the tower (two links on
-/// average: crossbeam draws heights with p = 1/2).
-const NODE_ESTIMATE: usize = size_of::<SkipKey>() + 8 + 2 * 8;
+/// average: crossbeam draws heights with p = 1/2), each word a `usize`.
+const NODE_ESTIMATE: usize = size_of::<SkipKey>() + size_of::<usize>() + 2 * size_of::<usize>();
 
 /// A skip-list key: the encoded internal key followed by the value.
 struct SkipKey {

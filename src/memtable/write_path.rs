@@ -3,7 +3,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileExt;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -713,7 +712,7 @@ fn flush_loop<M: Memtable>(shared: &Shared<M>, receiver: &Receiver<Arc<M::Frozen
 #[derive(Debug)]
 struct Run {
     path: PathBuf,
-    file: File,
+    file: RunFile,
     /// Every `INDEX_EVERY`th key and the offset of its entry.
     index: Vec<(Vec<u8>, u64)>,
     size: u64,
@@ -766,7 +765,7 @@ impl Run {
         let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
         Ok(Run {
             path: path.to_path_buf(),
-            file,
+            file: RunFile::new(file),
             index,
             size: offset,
         })
@@ -833,4 +832,111 @@ fn too_long() -> io::Error {
         io::ErrorKind::InvalidInput,
         "a key or value of 4 GiB or more does not fit a run file",
     )
+}
+
+/// A run file, which readers on any number of threads read at offsets.
+#[derive(Debug)]
+struct RunFile {
+    #[cfg(any(unix, windows))]
+    file: File,
+    /// Elsewhere a read moves the file's one cursor: readers take turns.
+    #[cfg(not(any(unix, windows)))]
+    file: Mutex<File>,
+}
+
+impl RunFile {
+    fn new(file: File) -> RunFile {
+        #[cfg(not(any(unix, windows)))]
+        let file = Mutex::new(file);
+        RunFile { file }
+    }
+
+    /// Fills `buf` from the file's bytes at `offset`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::FileExt::read_exact_at(&self.file, buf, offset)
+        }
+        #[cfg(windows)]
+        {
+            // `seek_read` also moves the cursor, which nothing here uses.
+            use std::os::windows::fs::FileExt;
+            read_exact_with(buf, offset, |buf, at| self.file.seek_read(buf, at))
+        }
+        #[cfg(not(any(unix, windows)))]
+        {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+            read_exact_with(buf, offset, |buf, at| {
+                file.seek(SeekFrom::Start(at))?;
+                file.read(buf)
+            })
+        }
+    }
+}
+
+/// Fills `buf` by reads at offsets from `offset` on, as many as it takes:
+/// `read_at` may read fewer bytes than asked, or be interrupted.
+#[cfg(any(test, not(unix)))]
+fn read_exact_with(
+    mut buf: &mut [u8],
+    mut offset: u64,
+    mut read_at: impl FnMut(&mut [u8], u64) -> io::Result<usize>,
+) -> io::Result<()> {
+    while !buf.is_empty() {
+        match read_at(buf, offset) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of `data` read at most `most` bytes at a time, interrupted
+    /// before every other read.
+    fn reader(data: &[u8], most: usize) -> impl FnMut(&mut [u8], u64) -> io::Result<usize> {
+        let mut interrupt = true;
+        move |buf, at| {
+            interrupt = !interrupt;
+            if interrupt {
+                return Err(io::Error::from(io::ErrorKind::Interrupted));
+            }
+            let rest = data.get(at as usize..).unwrap_or_default();
+            let n = buf.len().min(rest.len()).min(most);
+            buf[..n].copy_from_slice(&rest[..n]);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn short_and_interrupted_reads_fill_the_buffer() {
+        let data: Vec<u8> = (0..=255).collect();
+        for most in [1, 3, 64, 300] {
+            let mut buf = [0u8; 100];
+            read_exact_with(&mut buf, 150, reader(&data, most)).unwrap();
+            assert!(
+                buf[..].iter().copied().eq(150..250),
+                "at most {most} a read"
+            );
+        }
+    }
+
+    #[test]
+    fn a_read_past_the_end_is_an_error() {
+        let data = [7u8; 10];
+        let mut buf = [0u8; 4];
+        let err = read_exact_with(&mut buf, 8, reader(&data, 64)).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        let other = read_exact_with(&mut buf, 0, |_, _| Err(io::Error::other("disk")));
+        assert_eq!(other.unwrap_err().kind(), io::ErrorKind::Other);
+    }
 }
