@@ -335,7 +335,8 @@ fn inconsistent_sections_are_caught_behind_a_valid_checksum() {
         Err(Error::Corrupt { .. })
     ));
 
-    // A wild fst root address (fst::raw::Fst::new would overflow on it).
+    // A wild fst root address (fst::raw::Fst::new takes it; walks would
+    // read outside the fst).
     let mut wild_root = bytes.clone();
     let fst_end = fst_end(&bytes);
     wild_root[fst_end - 12..fst_end - 4].copy_from_slice(&u64::MAX.to_le_bytes());

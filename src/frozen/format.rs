@@ -236,10 +236,10 @@ pub(crate) fn parse(bytes: &[u8], type_name: &str, check: Check) -> Result<Layou
 }
 
 /// Checks the two fields of the fst's footer that `fst::raw::Fst::new`
-/// trusts. Its root address must lie inside the fst: the crate adds to it
-/// unchecked, which would overflow (a panic in debug builds) on a damaged
-/// value. Both it and the key count must fit a `usize`: the crate panics
-/// where they do not (on 32-bit targets).
+/// trusts. Its root address must lie inside the fst: every walk starts
+/// there, and the crate's own check of it passes nearly any value. Both it
+/// and the key count must fit a `usize`: the crate panics where they do not
+/// (on 32-bit targets).
 fn check_fst_footer(fst: &[u8]) -> Result<()> {
     // Smaller fsts, and versions the crate does not know, it refuses itself.
     if fst.len() < 36 {
