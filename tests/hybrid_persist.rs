@@ -182,3 +182,52 @@ fn a_map_of_strings_saves_and_opens_as_one() {
         Some("Seite 3 – grüße".as_bytes())
     );
 }
+
+/// Saving over the file a layer and a map have open, mapped. On unix the
+/// rename replaces it and what is open keeps reading the old file; a system
+/// that refuses to replace a mapped file (Windows may) must make the save
+/// an error that changes nothing. Either way nothing is lost.
+#[test]
+fn saving_over_an_open_file_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("layer.memkv");
+    let entries = |prefix: &str, n: u64| -> BTreeMap<Vec<u8>, u64> {
+        (0..n)
+            .map(|i| (format!("{prefix}/{i:04}").into_bytes(), i))
+            .collect()
+    };
+    let old = entries("old", 1000);
+    FrozenLayer::from_sorted_iter(old.clone())
+        .unwrap()
+        .save(&path)
+        .unwrap();
+    let layer = FrozenLayer::<u64>::open(&path).unwrap();
+    let map = HybridMap::<u64>::open(&path).unwrap();
+
+    // The map's own file, its base still mapped and unchanged: the save
+    // reads the mapping while it writes the file that replaces it.
+    let unchanged = map.save(&path);
+    // A different layer over it.
+    let new = entries("new", 700);
+    let replaced = FrozenLayer::from_sorted_iter(new.clone())
+        .unwrap()
+        .save(&path);
+    if cfg!(unix) {
+        unchanged.as_ref().unwrap();
+        replaced.as_ref().unwrap();
+    }
+    let on_disk = FrozenLayer::<u64>::open(&path).unwrap();
+    on_disk.verify().unwrap();
+    let expected = if replaced.is_ok() { &new } else { &old };
+    assert_eq!(on_disk.iter().collect::<BTreeMap<_, _>>(), *expected);
+    // What was open still reads the old file, whole.
+    layer.verify().unwrap();
+    assert_eq!(layer.iter().collect::<BTreeMap<_, _>>(), old);
+    assert_eq!(map.iter().collect::<BTreeMap<_, _>>(), old);
+    // No temporary file is left behind.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["layer.memkv"]);
+}

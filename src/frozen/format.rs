@@ -302,16 +302,18 @@ impl Storage {
     /// Maps the file at `path` read-only.
     pub(crate) fn map_file(path: &Path) -> Result<Storage> {
         let opening = || format!("opening frozen layer {}", path.display());
+        let a_directory = || io::Error::new(io::ErrorKind::IsADirectory, "it is a directory");
+        // Windows refuses to open a directory ("Access denied"), and on
+        // unix mapping one fails with "No such device": both name the
+        // wrong problem.
         let file = File::open(path).map_err(|source| Error::Io {
             context: opening(),
-            source,
+            source: if path.is_dir() { a_directory() } else { source },
         })?;
-        // Mapping a directory fails with "No such device", which names
-        // the wrong problem.
         if file.metadata().is_ok_and(|meta| meta.is_dir()) {
             return Err(Error::Io {
                 context: opening(),
-                source: io::Error::new(io::ErrorKind::IsADirectory, "it is a directory"),
+                source: a_directory(),
             });
         }
         // SAFETY: `Mmap::map` is unsafe because the mapped bytes can change
