@@ -185,7 +185,7 @@ fn a_map_of_strings_saves_and_opens_as_one() {
 
 /// Saving over the file a layer and a map have open, mapped. On unix the
 /// rename replaces it and what is open keeps reading the old file; a system
-/// that refuses to replace a mapped file (Windows may) must make the save
+/// that refuses to replace a mapped file (wine does) must make the save
 /// an error that changes nothing. Either way nothing is lost.
 #[test]
 fn saving_over_an_open_file_loses_nothing() {

@@ -1144,6 +1144,10 @@ where
     /// Writes that other threads make while `save` runs may or may not be
     /// in the file.
     ///
+    /// A map [`open`](Self::open)ed from `path` may still map that file,
+    /// and Windows refuses to replace a mapped file: there, save such a map
+    /// to another path ([`FrozenLayer::save`] says more).
+    ///
     /// ```
     /// use memkv::HybridMap;
     ///
