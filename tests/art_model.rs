@@ -205,6 +205,25 @@ where
     items
 }
 
+/// Collects `it`, checking that its size hint, before each step and at the
+/// end, bounds the items still to come.
+fn collect_checking_hints<I: Iterator>(mut it: I) -> Vec<I::Item> {
+    let mut hints = vec![it.size_hint()];
+    let mut items = Vec::new();
+    while let Some(item) = it.next() {
+        items.push(item);
+        hints.push(it.size_hint());
+    }
+    for (taken, (least, most)) in hints.into_iter().enumerate() {
+        let left = items.len() - taken;
+        assert!(
+            least <= left && most.is_none_or(|most| most >= left),
+            "size hint ({least}, {most:?}) with {left} left"
+        );
+    }
+    items
+}
+
 /// The stored key `pick` selects, or `key` if none is stored.
 fn stored_or<'a>(model: &'a Model, pick: &prop::sample::Index, key: &'a [u8]) -> &'a [u8] {
     let stored: Vec<&[u8]> = model.keys().map(Vec::as_slice).collect();
@@ -328,7 +347,10 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                 .filter(|(k, _)| query.starts_with(k))
                 .map(|(k, v)| (k.as_slice(), *v))
                 .collect();
-            let got: Vec<_> = map.prefixes_of(&query).map(|(k, v)| (k, *v)).collect();
+            let got: Vec<_> = collect_checking_hints(map.prefixes_of(&query))
+                .into_iter()
+                .map(|(k, v)| (k, *v))
+                .collect();
             assert_eq!(got, want, "prefixes of {query:?}");
             let longest = map.longest_prefix_of(&query).map(|(k, v)| (k, *v));
             assert_eq!(longest, want.last().copied(), "longest prefix of {query:?}");
@@ -516,7 +538,8 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
                     found.push((k.to_vec(), *v));
                 }
             } else {
-                found.extend(search.by_ref().map(|(k, v)| (k, *v)));
+                let all = collect_checking_hints(search.by_ref());
+                found.extend(all.into_iter().map(|(k, v)| (k, *v)));
             }
             assert!(search.next().is_none(), "search yields after its end");
             assert_eq!(found, expected, "search {dfa:?}");
@@ -1132,6 +1155,47 @@ fn search_skips_what_cannot_match() {
     };
     assert_eq!(map.search(never).count(), 0);
     assert_eq!(bytes.get(), 0);
+}
+
+/// The size hints of the walks that cannot know their length: as tight as
+/// what they know allows.
+#[test]
+fn size_hints_of_searches_and_prefix_walks() {
+    use memkv::frozen::automaton::{Automaton, Str};
+    let mut map: FastArt<u32> = ["", "a", "ab", "abc", "b", "bc", "bcd"]
+        .into_iter()
+        .zip(0..)
+        .collect();
+    // One entry per length of the key, at most: "", "a", "ab", "abc".
+    let mut prefixes = map.prefixes_of("abcd");
+    assert_eq!(prefixes.size_hint(), (0, Some(5)));
+    prefixes.next();
+    assert_eq!(prefixes.size_hint(), (0, Some(4)), "after \"\"");
+    prefixes.next();
+    assert_eq!(prefixes.size_hint(), (0, Some(3)), "after \"a\"");
+    prefixes.nth(1);
+    assert_eq!(
+        prefixes.size_hint(),
+        (0, Some(0)),
+        "the walk ended at a leaf"
+    );
+    assert_eq!(prefixes.next(), None);
+    // ... and no more than the map holds.
+    assert_eq!(map.prefixes_of(&[b'a'; 20]).size_hint(), (0, Some(7)));
+    let mut search = map.search(Str::new("b").starts_with());
+    assert_eq!(search.size_hint(), (0, Some(7)));
+    assert_eq!(search.by_ref().count(), 3);
+    assert_eq!(search.size_hint(), (0, Some(0)));
+    assert_eq!(format!("{search:?}"), "Search { done: true, .. }");
+
+    let mut extract = map.extract_if(&b"b"[..].., |_, v| *v % 2 == 0);
+    assert_eq!(
+        format!("{extract:?}"),
+        r#"ExtractIf { from: Included(b"b"), to: Unbounded, done: false, .. }"#
+    );
+    assert_eq!(extract.next(), Some((b"b".to_vec(), 4)));
+    drop(extract);
+    assert_eq!(map.len(), 6);
 }
 
 proptest! {

@@ -398,6 +398,54 @@ fn no_streams_yield_nothing() {
     assert_eq!(none.union().size_hint(), (0, Some(0)));
 }
 
+/// A builder collected from streams, or extended with more, holds them in
+/// order: the values say which stream they came from.
+#[test]
+fn a_builder_collects_and_extends_streams() {
+    let a = FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2)]).unwrap();
+    let b = FrozenLayer::from_sorted_iter([("b", 3u64), ("c", 4)]).unwrap();
+    let mut builder: OpBuilder<u64> = [&a, &b].into_iter().collect();
+    assert_eq!((builder.len(), builder.is_empty()), (2, false));
+    builder.extend([b.range(&b"c"[..]..)]);
+    assert_eq!(builder.len(), 3);
+    assert_eq!(format!("{builder:?}"), "OpBuilder { streams: 3 }");
+    let at = |index, value| IndexedValue { index, value };
+    let union: Entries = builder.union().collect();
+    assert_eq!(
+        union,
+        [
+            (b"a".to_vec(), vec![at(0, 1)]),
+            (b"b".to_vec(), vec![at(0, 2), at(1, 3)]),
+            (b"c".to_vec(), vec![at(1, 4), at(2, 4)]),
+        ]
+    );
+}
+
+/// The size hints are as tight as the streams' lengths allow: a union has
+/// at least the longest stream's entries and at most all of them, the
+/// others at most the shortest's (intersection) or the first's.
+#[test]
+fn size_hints_bound_closely() {
+    let long =
+        FrozenLayer::from_sorted_iter((0..1000u64).map(|i| (format!("k{i:05}"), i))).unwrap();
+    let short =
+        FrozenLayer::from_sorted_iter((0..600u64).map(|i| (format!("j{i:05}"), i))).unwrap();
+    let op = || OpBuilder::new().add(&long).add(&short);
+    assert_eq!(op().union().size_hint(), (1000, Some(1600)));
+    assert_eq!(op().symmetric_difference().size_hint(), (0, Some(1600)));
+    assert_eq!(op().intersection().size_hint(), (0, Some(600)));
+    assert_eq!(op().difference().size_hint(), (0, Some(1000)));
+    let mut union = op().union();
+    union.by_ref().take(650).for_each(drop); // the 600 j-keys, then 50 k-keys
+    assert_eq!(union.size_hint(), (950, Some(950)));
+    // A search has found its first match; it may match none of the rest.
+    use memkv::frozen::automaton::{Automaton, Str};
+    let searched = OpBuilder::new()
+        .add_search(long.search(Str::new("k").starts_with()))
+        .union();
+    assert_eq!(searched.size_hint(), (1, Some(1000)));
+}
+
 /// A layer with itself: every operation sees each key in every stream.
 #[test]
 fn a_layer_with_itself() {

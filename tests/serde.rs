@@ -540,3 +540,42 @@ fn a_layer_claiming_more_keys_than_allowed_is_refused_before_its_check() {
     };
     assert!(refused.contains(why), "{refused}");
 }
+
+/// The limit admits a layer of exactly that many keys; borrowed bytes
+/// (a format that lends them rather than handing over a buffer) read as
+/// owned ones; and input of the wrong kind says what was expected.
+#[test]
+fn file_bytes_at_the_limit_borrowed_and_of_the_wrong_kind() {
+    use serde::de::IntoDeserializer;
+    use serde::de::value::{BytesDeserializer, Error as ValueError, I64Deserializer};
+
+    let layer = FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2), ("c", 3)]).unwrap();
+    let lent = || BytesDeserializer::<ValueError>::new(layer.as_bytes());
+    let at_most = memkv::frozen::file_bytes::deserialize_at_most::<u64, _>;
+    assert!(at_most(lent(), 3).unwrap() == layer);
+    let refused = at_most(lent(), 2).err().unwrap().to_string();
+    assert!(
+        refused.contains("claims 3 keys, more than the 2 allowed"),
+        "{refused}"
+    );
+    assert!(memkv::frozen::file_bytes::deserialize::<u64, _>(lent()).unwrap() == layer);
+
+    let number: I64Deserializer<ValueError> = 7i64.into_deserializer();
+    let wrong = memkv::frozen::file_bytes::deserialize::<u64, _>(number)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        wrong.contains("expected a FrozenLayer's file, as bytes"),
+        "{wrong}"
+    );
+    // A map's key of the wrong kind (in RON, which asks the key for
+    // whatever it holds).
+    let wrong = ron::from_str::<FastArt<u64>>("{1: 2}")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        wrong.contains("a key: a string, bytes, or a sequence of byte values"),
+        "{wrong}"
+    );
+}
