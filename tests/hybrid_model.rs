@@ -366,6 +366,14 @@ fn run_from(
                 let mut got = Vec::new();
                 let mut written = false;
                 loop {
+                    let (lower, upper) = search.size_hint();
+                    let left = want.len() - got.len();
+                    prop_assert!(
+                        lower <= left && upper.is_none_or(|upper| left <= upper),
+                        "{} left, hint {:?}",
+                        left,
+                        (lower, upper)
+                    );
                     if !written && got.len() == want.len() / 2 {
                         // Not seen by the search: it reads a snapshot.
                         map.insert(&k, Val(v));
@@ -397,6 +405,8 @@ fn run_from(
                     .collect();
                 let got: Vec<_> = map.prefixes_of(&query).collect();
                 prop_assert_eq!(&got, &want, "prefixes of {:?}", query);
+                prop_assert_eq!(map.prefixes_of(&query).len(), want.len());
+                prop_assert!(map.prefixes_of(&query).rev().eq(want.iter().rev().copied()));
                 prop_assert_eq!(map.longest_prefix_of(&query), want.last().copied());
             }
             Op::Iterate => {
@@ -429,6 +439,9 @@ fn run_from(
                     got.push((k.to_vec(), v));
                 }
                 prop_assert!(got.iter().eq(want.iter().rev()));
+                // The keys and values walk the same entries as `iter`.
+                prop_assert_eq!(map.keys().size_hint(), map.iter().size_hint());
+                prop_assert_eq!(map.values().size_hint(), map.iter().size_hint());
                 prop_assert!(map.keys().eq(model.keys().cloned()));
                 prop_assert!(map.keys().rev().eq(model.keys().rev().cloned()));
                 prop_assert!(map.values().eq(model.values().copied()));
@@ -1041,4 +1054,33 @@ proptest! {
             dfa::with_query!(&query, |a| map.search(a).map(|(k, v)| (k, v.0)).collect::<Vec<_>>());
         prop_assert_eq!(got, want, "{:?}", query);
     }
+}
+
+/// The size hint narrows as each layer's entries are passed: once the
+/// delta's are, what is left is the base's, and the hint is exact again.
+#[test]
+fn the_size_hint_narrows_as_the_layers_are_passed() {
+    let map: HybridMap<u64> = HybridConfig::new().manual().build();
+    for i in 0..100u64 {
+        map.insert(format!("k{i:03}"), i);
+    }
+    map.freeze().unwrap();
+    // Ten new keys, all before the base's.
+    for i in 0..10u64 {
+        map.insert(format!("a{i}"), i);
+    }
+    let mut entries = map.iter();
+    assert_eq!(entries.size_hint(), (90, Some(110)));
+    entries.by_ref().take(10).for_each(drop);
+    assert_eq!(entries.size_hint(), (100, Some(100)));
+    entries.next_back();
+    assert_eq!(entries.size_hint(), (99, Some(99)));
+
+    // A search knows no lower bound, and no more than the entries left.
+    use memkv::frozen::automaton::{Automaton, Str};
+    let mut search = map.search(Str::new("a").starts_with());
+    assert_eq!(search.size_hint(), (0, Some(110)));
+    assert_eq!(format!("{search:?}"), "Search { done: false, .. }");
+    assert_eq!(search.by_ref().count(), 10);
+    assert_eq!(search.size_hint(), (0, Some(0)));
 }
