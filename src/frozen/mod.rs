@@ -538,12 +538,11 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// synced). A crash at any point leaves either the previous file or the
     /// new one, whole.
     ///
-    /// Windows refuses to replace a file while it is memory-mapped (by
-    /// [`open`](Self::open), in any process; the tests see this under
-    /// wine): saving over it is then an error, and the old file stays as
-    /// it was. Save to another path, or
-    /// drop what maps the file first. (Unix replaces it, and what has it
-    /// open keeps reading the old file.)
+    /// Windows may refuse to replace a file while it is memory-mapped (by
+    /// [`open`](Self::open), in any process; wine refuses in the tests):
+    /// saving over it is then an error, and the old file stays as it was.
+    /// Save to another path, or drop what maps the file first. (Unix
+    /// replaces it, and what has it open keeps reading the old file.)
     ///
     /// ```
     /// use memkv::FrozenLayer;

@@ -1145,8 +1145,8 @@ where
     /// in the file.
     ///
     /// A map [`open`](Self::open)ed from `path` may still map that file,
-    /// and Windows refuses to replace a mapped file: there, save such a map
-    /// to another path ([`FrozenLayer::save`] says more).
+    /// which Windows may refuse to replace: there, save such a map to
+    /// another path ([`FrozenLayer::save`] says more).
     ///
     /// ```
     /// use memkv::HybridMap;
