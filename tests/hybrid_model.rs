@@ -437,9 +437,10 @@ fn run_from(
                     got.push((k.to_vec(), v));
                 }
                 prop_assert!(got.iter().eq(want.iter().rev()));
-                // The keys and values walk the same entries as `iter`.
-                prop_assert_eq!(map.keys().size_hint(), map.iter().size_hint());
-                prop_assert_eq!(map.values().size_hint(), map.iter().size_hint());
+                // Not compared with `iter`'s: a merge in the background may
+                // end between two snapshots, and the later one's is exact.
+                check_hint(map.keys().size_hint(), model.len(), true)?;
+                check_hint(map.values().size_hint(), model.len(), true)?;
                 prop_assert!(map.keys().eq(model.keys().cloned()));
                 prop_assert!(map.keys().rev().eq(model.keys().rev().cloned()));
                 prop_assert!(map.values().eq(model.values().copied()));
