@@ -243,8 +243,6 @@ fn model_range(
         .collect()
 }
 
-/// Runs `ops` on a map with `config`, whose merges build parts of
-/// `part_keys` keys, and on the model.
 /// Checks that a size hint bounds the `left` entries still to come, with
 /// an upper bound if `bounded`.
 fn check_hint(
@@ -262,6 +260,8 @@ fn check_hint(
     Ok(())
 }
 
+/// Runs `ops` on a map with `config`, whose merges build parts of
+/// `part_keys` keys, and on the model.
 fn run(config: HybridConfig, part_keys: usize, ops: Vec<Op>) -> Result<(), TestCaseError> {
     run_from(
         config.part_keys(part_keys).build(),
