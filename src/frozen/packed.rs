@@ -272,6 +272,12 @@ impl PackedReader {
     pub(crate) fn len(&self) -> u64 {
         self.len
     }
+
+    /// Whether every value is the same (`base`): the section then holds no
+    /// bits per value, so its length says nothing about how many there are.
+    pub(crate) fn is_constant(&self) -> bool {
+        self.width == 0
+    }
 }
 
 /// The little-endian `u64` at byte `offset` of `bytes`.
