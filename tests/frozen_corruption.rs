@@ -586,3 +586,27 @@ fn errors_display_their_data() {
         .to_string();
     assert!(message.contains("checksum mismatch"), "{message}");
 }
+
+/// A layer of empty byte strings whose key count, in the fst's footer and
+/// the trailer alike, says 2^40. Its value column stores one offset for all
+/// values, so its length cannot give the count away; `from_bytes` used to
+/// check the offsets one by one, for hours (the `frozen_file` fuzz target's
+/// first find). It now answers at once, and `verify_structure` refuses the
+/// count, which the fst's keys do not reach.
+#[test]
+fn a_huge_key_count_over_equal_values_opens_at_once() {
+    let layer = FrozenLayer::from_sorted_iter([("a", Vec::new()), ("b", Vec::new())]).unwrap();
+    let mut bytes = layer.as_bytes().to_vec();
+    let (fst_keys, trailer) = (fst_end(&bytes) - 20, bytes.len() - 32);
+    assert_eq!((u64_at(&bytes, fst_keys), u64_at(&bytes, trailer)), (2, 2));
+    for at in [fst_keys, trailer] {
+        bytes[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    }
+    reseal(&mut bytes);
+    let forged = FrozenLayer::<Vec<u8>>::from_bytes(bytes).unwrap();
+    assert_eq!(forged.len(), 1 << 40);
+    assert!(matches!(
+        forged.verify_structure(),
+        Err(Error::Corrupt { .. })
+    ));
+}
