@@ -452,6 +452,40 @@ mod tests {
         assert_eq!(codes.input_of(0), None);
     }
 
+    /// The word arithmetic counts what a byte-at-a-time test counts: from
+    /// the top lane down, the bytes with the state bits `11` and a code
+    /// other than 0. (The walks answer the same with any count that is not
+    /// too high, so only this test sees a count too low.)
+    #[test]
+    fn one_byte_nodes_counts_as_bytes_are_tested() {
+        let one_byte = |b: u8| b >> 6 == 0b11 && b & 0x3F != 0;
+        let by_bytes = |x: u64| x.to_be_bytes().iter().take_while(|&&b| one_byte(b)).count();
+        let mut words = Vec::new();
+        // Every byte value in every lane, the lanes above it one-byte nodes
+        // (0xC1) and the lanes below it any of 0x00, 0xC0, 0xFF.
+        for lane in 0..8 {
+            for byte in 0..=255u64 {
+                for below in [0x00u64, 0xC0, 0xFF] {
+                    let above = !(u64::MAX >> (8 * lane)) & 0xC1C1_C1C1_C1C1_C1C1;
+                    let below_lanes = u64::MAX.checked_shr(8 * (lane + 1)).unwrap_or(0);
+                    let below = (below * 0x0101_0101_0101_0101) & below_lanes;
+                    words.push(above | byte << (56 - 8 * lane) | below);
+                }
+            }
+        }
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..10_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // Mostly state bytes of 11, so that runs are long.
+            words.push(state | (0xC0C0_C0C0_C0C0_C0C0 & (state << 1)));
+        }
+        for x in words {
+            assert_eq!(one_byte_nodes(x), by_bytes(x), "{x:#018x}");
+        }
+    }
+
     /// Every node the fst crate's own builder writes reads back as the fst
     /// crate reads it.
     #[test]
