@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use memkv::{FastArt, FrozenLayer, HybridConfig, HybridMap};
+use memkv::{FastArt, FrozenLayer, FrozenValue, HybridConfig, HybridMap};
 use proptest::prelude::*;
 use serde::ser::{SerializeMap, Serializer};
 
@@ -468,12 +468,12 @@ fn damaged_or_inconsistent_file_bytes_are_errors() {
     assert!(refused > 300, "only {refused} of 400 forgeries refused");
 }
 
-/// A layer of `()` values whose fst is a ladder of `levels` nodes with two
-/// ways down each, numbered as the builders number: 2^levels keys, all
-/// consistent, in a few hundred bytes (the column of `()` values does not
-/// grow with the keys).
-fn ladder_layer(levels: u32) -> Vec<u8> {
-    let small = FrozenLayer::from_sorted_iter((0..8u8).map(|i| ([i], ()))).unwrap();
+/// A layer of `V::default()` values whose fst is a ladder of `levels` nodes
+/// with two ways down each, numbered as the builders number: 2^levels keys,
+/// all consistent, in a few hundred bytes (a column of equal values does
+/// not grow with the keys).
+fn ladder_layer<V: FrozenValue + Default>(levels: u32) -> Vec<u8> {
+    let small = FrozenLayer::from_sorted_iter((0..8u8).map(|i| ([i], V::default()))).unwrap();
     let file = small.as_bytes();
     let field = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().unwrap()) as usize;
     let trailer = file.len() - 32;
@@ -522,14 +522,14 @@ fn at_most_a_million<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FrozenLay
 #[test]
 fn a_layer_claiming_more_keys_than_allowed_is_refused_before_its_check() {
     // Consistent: accepted, and walked in full, by the unbounded reader.
-    let small = dictionary_cbor(&ladder_layer(12));
+    let small = dictionary_cbor(&ladder_layer::<()>(12));
     let back: Dictionary<()> = from_cbor(&small).unwrap();
     assert_eq!((back.layer.len(), back.layer.keys().count()), (4096, 4096));
     let back: Bounded = from_cbor(&small).unwrap();
     assert_eq!(back.layer.len(), 4096);
     // 2^40 keys in a few hundred bytes: refused at once (walking them
     // would take days).
-    let huge = dictionary_cbor(&ladder_layer(40));
+    let huge = dictionary_cbor(&ladder_layer::<()>(40));
     assert!(huge.len() < 1024);
     let refused = from_cbor::<Bounded>(&huge).err().unwrap();
     // A 32-bit target refuses it sooner: its usize cannot count the keys.
@@ -539,6 +539,12 @@ fn a_layer_claiming_more_keys_than_allowed_is_refused_before_its_check() {
         "claims 1099511627776 keys, more than this machine can count"
     };
     assert!(refused.contains(why), "{refused}");
+    // Empty byte strings too, whose offsets `from_bytes` used to check one
+    // by one, all 2^40 of them, before the limit was looked at.
+    let huge = ladder_layer::<Vec<u8>>(40);
+    let lent = serde::de::value::BytesDeserializer::<serde::de::value::Error>::new(&huge);
+    let refused = memkv::frozen::file_bytes::deserialize_at_most::<Vec<u8>, _>(lent, 1_000_000);
+    assert!(refused.err().unwrap().to_string().contains(why));
 }
 
 /// The limit admits a layer of exactly that many keys; borrowed bytes
