@@ -289,7 +289,9 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// number, version, value type, section lengths, the checksum over every
     /// byte, and the column. Damaged (truncated, bit-flipped) or foreign
     /// bytes give an error, never a panic. The checksum catches accidents,
-    /// not a deliberately forged file with a recomputed checksum.
+    /// not a deliberately forged file with a recomputed checksum. The checks
+    /// take time linear in the bytes' length, whatever number of keys the
+    /// bytes claim.
     ///
     /// Bytes whose checksums are valid are trusted beyond those checks: the
     /// fst's nodes are not walked. Inconsistent contents under a valid
