@@ -1,12 +1,13 @@
-//! Writes the seed files of the `frozen_file` target into
-//! `fuzz/corpus/frozen_file` (which `cargo fuzz run` reads): small layers
-//! with the format's features, so that the fuzzer starts from files that
-//! open. `cargo run --manifest-path fuzz/Cargo.toml --example seeds`.
+//! Writes seed inputs into `fuzz/corpus/<target>` (which `cargo fuzz run`
+//! reads), so that the fuzzer starts from inputs that parse: for
+//! `frozen_file`, small layers with the format's features; for
+//! `serde_input`, maps in CBOR and JSON, and a layer as its file's bytes.
+//! `cargo run --manifest-path fuzz/Cargo.toml --example seeds`.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use memkv::FrozenLayer;
+use memkv::{FastArt, FrozenLayer};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/frozen_file");
@@ -37,6 +38,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     write("small", small.as_bytes())?;
     write("empty", FrozenLayer::<u64>::default().as_bytes())?;
     write("empty_bytes", FrozenLayer::<Vec<u8>>::default().as_bytes())?;
-    println!("seeds written to {}", dir.display());
+
+    let dir = dir.with_file_name("serde_input");
+    std::fs::create_dir_all(&dir)?;
+    let write = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes);
+    let map: FastArt<u64> = keys.iter().zip(0u64..).collect();
+    let mut cbor = Vec::new();
+    ciborium::into_writer(&map, &mut cbor)?;
+    write("map.cbor", &cbor)?;
+    write(
+        "map.json",
+        &serde_json::to_vec(&FastArt::from([("a", 1u64), ("ab", 2), ("b", 3)]))?,
+    )?;
+    let mut cbor = Vec::new();
+    ciborium::into_writer(&Upload { layer: numbered }, &mut cbor)?;
+    write("layer.cbor", &cbor)?;
+    println!("seeds written under {}", dir.parent().unwrap().display());
     Ok(())
+}
+
+/// A layer inside a struct, as its file's bytes.
+#[derive(serde::Serialize)]
+struct Upload {
+    #[serde(with = "memkv::frozen::file_bytes")]
+    layer: FrozenLayer<u64>,
 }
