@@ -164,6 +164,13 @@ impl RangeBounds<[u8]> for EncodedRange {
 /// estimate kept as entries are inserted: each entry's box plus an average
 /// node size; the allocator's rounding is not included.
 ///
+/// An entry inserted again with the same key and sequence number replaces
+/// the old one, and crossbeam-skiplist 0.1.3 never frees the replaced node
+/// if a cursor has passed over it: the node and the entry's bytes are lost
+/// for good (crossbeam-rs/crossbeam issue 1178, fixed upstream but not
+/// released; found by the `memtable_ops` fuzz target). Engines give each
+/// write its own sequence number, so they do not replace entries.
+///
 /// ```
 /// use memkv::memtable::{Lookup, Memtable, MemtableRead, SkipListMemtable, ValueKind};
 ///
