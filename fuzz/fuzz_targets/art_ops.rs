@@ -4,157 +4,115 @@
 
 #![no_main]
 
-use std::collections::BTreeMap;
-
 use libfuzzer_sys::fuzz_target;
 use memkv::FastArt;
-use memkv_fuzz::{Key, Op, fan};
+use memkv_fuzz::{Entries, Op, Subject, read_in_order, run};
 
-fuzz_target!(|ops: Vec<Op>| {
-    let mut map = FastArt::new();
-    let mut model: BTreeMap<Vec<u8>, u16> = BTreeMap::new();
-    for op in ops {
-        match op {
-            Op::Insert(key, value) => {
-                let key = key.bytes();
-                assert_eq!(map.insert(&key, value), model.insert(key, value));
-            }
-            Op::Remove(key) => {
-                let key = key.bytes();
-                assert_eq!(map.remove(&key), model.remove(&key));
-            }
-            Op::Get(key) => {
-                let key = key.bytes();
-                assert_eq!(map.get(&key), model.get(&key));
-            }
-            Op::GetMany(keys) => {
-                let keys: Vec<Vec<u8>> = keys.iter().map(Key::bytes).collect();
-                let want: Vec<_> = keys.iter().map(|key| model.get(key)).collect();
-                assert_eq!(map.get_many(&keys), want);
-            }
-            Op::Entry(key, value) => {
-                let key = key.bytes();
-                let got = *map
-                    .entry(&key)
-                    .and_modify(|v| *v = v.wrapping_add(1))
-                    .or_insert(value);
-                let want = *model
-                    .entry(key)
-                    .and_modify(|v| *v = v.wrapping_add(1))
-                    .or_insert(value);
-                assert_eq!(got, want);
-            }
-            Op::Blind(key, value) => {
-                let key = key.bytes();
-                match value {
-                    Some(value) => _ = (map.insert(&key, value), model.insert(key, value)),
-                    None => _ = (map.remove(&key), model.remove(&key)),
-                }
-            }
-            Op::SplitAppend(key) => {
-                let key = key.bytes();
-                let mut upper = map.split_off(&key);
-                let mut model_upper = model.split_off(&key);
-                assert!(
-                    upper
-                        .iter()
-                        .map(|(k, v)| (k, *v))
-                        .eq(model_upper.iter().map(|(k, v)| (k.clone(), *v)))
-                );
-                assert!(
-                    map.iter()
-                        .map(|(k, v)| (k, *v))
-                        .eq(model.iter().map(|(k, v)| (k.clone(), *v)))
-                );
-                check(&upper);
-                check(&map);
-                map.append(&mut upper);
-                model.append(&mut model_upper);
-                assert!(upper.is_empty());
-            }
-            Op::FanOut { from, to } => {
-                for key in fan(from, to) {
-                    let value = u16::from(key[1]);
-                    assert_eq!(map.insert(&key, value), model.insert(key, value));
-                }
-            }
-            Op::FanIn { from, to } => {
-                for key in fan(from, to) {
-                    assert_eq!(map.remove(&key), model.remove(&key));
-                }
-            }
-            Op::Range { start, end, back } => {
-                let (start, end) = (start.bytes(), end.bytes());
-                if start > end {
-                    assert_eq!(map.range(&start[..]..&end[..]).count(), 0);
-                    continue;
-                }
-                let want: Vec<_> = model.range(start.clone()..end.clone()).collect();
-                let got: Vec<_> = if !back {
-                    map.range(&start[..]..&end[..]).collect()
-                } else {
-                    let mut got: Vec<_> = map.range(&start[..]..&end[..]).rev().collect();
-                    got.reverse();
-                    got
-                };
-                assert!(got.iter().map(|(k, v)| (k, *v)).eq(want));
-            }
-            Op::Prefix(prefix) => {
-                let prefix = prefix.bytes();
-                let want = model.iter().filter(|(key, _)| key.starts_with(&prefix));
-                assert!(
-                    map.prefix(&prefix)
-                        .map(|(k, v)| (k, *v))
-                        .eq(want.map(|(k, v)| (k.clone(), *v)))
-                );
-            }
-            Op::LongestPrefixOf(key) => {
-                let key = key.bytes();
-                let want = model.iter().rfind(|(k, _)| key.starts_with(k));
-                let got = map.longest_prefix_of(&key);
-                assert_eq!(
-                    got.map(|(k, v)| (k.to_vec(), *v)),
-                    want.map(|(k, v)| (k.clone(), *v))
-                );
-            }
-            Op::PopFirst => assert_eq!(map.pop_first(), model.pop_first()),
-            Op::PopLast => assert_eq!(map.pop_last(), model.pop_last()),
-            Op::Retain(divisor) => {
-                let keep = |value: u16| divisor == 0 || !value.is_multiple_of(u16::from(divisor));
-                map.retain(|_, value| keep(*value));
-                model.retain(|_, value| keep(*value));
-            }
-            Op::Settle => map.compact(),
-            Op::Clear => {
-                map.clear();
-                model.clear();
-            }
-            Op::Iterate => {
-                assert!(
-                    map.iter()
-                        .map(|(k, v)| (k, *v))
-                        .eq(model.iter().map(|(k, v)| (k.clone(), *v)))
-                );
-                assert!(
-                    map.iter()
-                        .rev()
-                        .map(|(k, v)| (k, *v))
-                        .eq(model.iter().rev().map(|(k, v)| (k.clone(), *v)))
-                );
-            }
-        }
-        assert_eq!(map.len(), model.len());
-        check(&map);
+fuzz_target!(|ops: Vec<Op>| run(&mut Art(FastArt::new()), ops));
+
+struct Art(FastArt<u16>);
+
+fn owned<'a>(entries: impl Iterator<Item = (Vec<u8>, &'a u16)>) -> Entries {
+    entries.map(|(k, v)| (k, *v)).collect()
+}
+
+impl Subject for Art {
+    fn insert(&mut self, key: &[u8], value: u16) -> Option<u16> {
+        self.0.insert(key, value)
     }
-    assert!(
-        map.iter()
-            .map(|(k, v)| (k, *v))
-            .eq(model.iter().map(|(k, v)| (k.clone(), *v)))
-    );
-});
 
-fn check(map: &FastArt<u16>) {
-    if let Err(why) = map.check_invariants() {
+    fn remove(&mut self, key: &[u8]) -> Option<u16> {
+        self.0.remove(key)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<u16> {
+        self.0.get(key).copied()
+    }
+
+    fn get_many(&self, keys: &[Vec<u8>]) -> Vec<Option<u16>> {
+        self.0
+            .get_many(keys)
+            .into_iter()
+            .map(Option::<&u16>::copied)
+            .collect()
+    }
+
+    fn bump_or_insert(&mut self, key: &[u8], value: u16) -> u16 {
+        *self
+            .0
+            .entry(key)
+            .and_modify(|v| *v = v.wrapping_add(1))
+            .or_insert(value)
+    }
+
+    fn blind(&mut self, key: &[u8], value: Option<u16>) {
+        match value {
+            Some(value) => _ = self.0.insert(key, value),
+            None => _ = self.0.remove(key),
+        }
+    }
+
+    fn range(&self, start: &[u8], end: &[u8], back: bool) -> Entries {
+        read_in_order(self.0.range(start..end).map(|(k, v)| (k, *v)), back)
+    }
+
+    fn prefix(&self, prefix: &[u8]) -> Entries {
+        owned(self.0.prefix(prefix))
+    }
+
+    fn longest_prefix_of(&self, key: &[u8]) -> Option<(Vec<u8>, u16)> {
+        self.0.longest_prefix_of(key).map(|(k, v)| (k.to_vec(), *v))
+    }
+
+    fn pop_first(&mut self) -> Option<(Vec<u8>, u16)> {
+        self.0.pop_first()
+    }
+
+    fn pop_last(&mut self) -> Option<(Vec<u8>, u16)> {
+        self.0.pop_last()
+    }
+
+    fn retain(&mut self, keep: impl Fn(u16) -> bool) {
+        self.0.retain(|_, value| keep(*value));
+    }
+
+    fn settle(&mut self) {
+        self.0.compact();
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    fn split_and_append(&mut self, key: &[u8]) -> Option<(Entries, Entries)> {
+        let mut upper = self.0.split_off(key);
+        let halves = (owned(self.0.iter()), owned(upper.iter()));
+        check_tree(&self.0);
+        check_tree(&upper);
+        self.0.append(&mut upper);
+        assert!(upper.is_empty());
+        Some(halves)
+    }
+
+    fn entries(&self, back: bool) -> Entries {
+        read_in_order(self.0.iter().map(|(k, v)| (k, *v)), back)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn check(&self) {
+        check_tree(&self.0);
+    }
+}
+
+fn check_tree(tree: &FastArt<u16>) {
+    if let Err(why) = tree.check_invariants() {
         panic!("invariants broken: {why}");
     }
 }
