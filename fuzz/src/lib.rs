@@ -11,8 +11,8 @@ use arbitrary::Arbitrary;
 pub enum Key {
     /// Bytes over the alphabet {0x00, 'a', 'b', 0xFF}: two bits each.
     Small(Vec<u8>),
-    /// A long shared prefix (past the 8 bytes a node header holds inline),
-    /// cut at `cut`, then one byte.
+    /// A 53-byte shared prefix cut at `cut`, then one byte: compressed
+    /// paths of every length, split anywhere.
     Long { cut: u8, last: u8 },
     /// One byte under a shared parent: enough of these grow a node to 256
     /// children.
