@@ -37,6 +37,24 @@ fn kind(tombstone: bool) -> ValueKind {
     }
 }
 
+fn entry_ref<'a>(key: &'a [u8], seqno: u8, tombstone: bool, value: &'a [u8]) -> EntryRef<'a> {
+    EntryRef {
+        user_key: key,
+        seqno: u64::from(seqno),
+        kind: kind(tombstone),
+        value,
+    }
+}
+
+/// Writes `e` into the model as a memtable stores it (the same key and
+/// sequence number again replaces the entry).
+fn record(model: &mut Model, e: &EntryRef<'_>) {
+    model.insert(
+        (e.user_key.to_vec(), Reverse(e.seqno)),
+        (e.kind, e.value.to_vec()),
+    );
+}
+
 fn lookup(model: &Model, key: &[u8], snapshot: u64) -> Lookup<Vec<u8>> {
     let from = (key.to_vec(), Reverse(snapshot));
     match model.range(from..).next() {
@@ -94,30 +112,22 @@ fn run<M: Memtable>(ops: &[MemOp]) {
         match op {
             MemOp::Insert(key, seqno, tombstone, value) => {
                 let key = key.bytes();
-                mem.insert(&key, u64::from(*seqno), kind(*tombstone), value);
-                model.insert(
-                    (key, Reverse(u64::from(*seqno))),
-                    (kind(*tombstone), value.clone()),
-                );
+                let e = entry_ref(&key, *seqno, *tombstone, value);
+                mem.insert(e.user_key, e.seqno, e.kind, e.value);
+                record(&mut model, &e);
             }
             MemOp::Batch(batch) => {
                 let keys: Vec<Vec<u8>> = batch.iter().map(|(key, ..)| key.bytes()).collect();
                 let refs: Vec<EntryRef<'_>> = batch
                     .iter()
                     .zip(&keys)
-                    .map(|((_, seqno, tombstone, value), key)| EntryRef {
-                        user_key: key,
-                        seqno: u64::from(*seqno),
-                        kind: kind(*tombstone),
-                        value,
+                    .map(|((_, seqno, tombstone, value), key)| {
+                        entry_ref(key, *seqno, *tombstone, value)
                     })
                     .collect();
                 mem.insert_batch(&refs);
                 for e in &refs {
-                    model.insert(
-                        (e.user_key.to_vec(), Reverse(e.seqno)),
-                        (e.kind, e.value.to_vec()),
-                    );
+                    record(&mut model, e);
                 }
             }
             reads => check_reads(&mem, &model, reads),
