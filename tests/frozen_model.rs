@@ -235,11 +235,15 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
         (first.is_some(), last.is_some()),
         (!expected.is_empty(), expected.len() >= 2)
     );
+    // A walk of the whole layer knows exactly how many entries are left.
+    let left = expected.len().saturating_sub(1);
     let mut keys = layer.keys();
     keys.next();
+    assert_eq!(keys.size_hint(), (left, Some(left)));
     assert!(keys.clone().eq(keys));
     let mut values = layer.values();
     values.next_back();
+    assert_eq!(values.size_hint(), (left, Some(left)));
     assert!(values.clone().eq(values));
     // Keys and values apart, from both ends, meeting in the middle too.
     let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
@@ -282,6 +286,9 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
             assert_eq!(got, want, "prefixes of {query:?}");
             let mut lent = layer.prefixes_of(&query);
             for (taken, entry) in want.iter().enumerate() {
+                let (least, most) = lent.size_hint();
+                let left = want.len() - taken;
+                assert!(least <= left && most.is_none_or(|most| most >= left));
                 assert!(lent.clone().eq(want[taken..].iter().copied()));
                 assert_eq!(lent.next_encoded(), Some(*entry));
             }
@@ -528,6 +535,43 @@ proptest! {
         assert_matches_model(&opened, &model, &probes(&model, &random));
         opened.verify().unwrap();
     }
+}
+
+/// `prefixes_of`'s size hint (at most one entry per length of the key still
+/// to walk, and no more than the layer holds) and `Debug`.
+#[test]
+fn prefixes_of_size_hints() {
+    let keys = ["", "a", "ab", "abc", "b", "bc", "bcd"];
+    let layer = FrozenLayer::from_sorted_iter(keys.into_iter().zip(0u64..)).unwrap();
+    let mut prefixes = layer.prefixes_of("abcd");
+    assert_eq!(prefixes.size_hint(), (0, Some(5)));
+    assert_eq!(prefixes.next(), Some((&b""[..], 0)));
+    assert_eq!(prefixes.size_hint(), (0, Some(4)), "after \"\"");
+    prefixes.next();
+    assert_eq!(prefixes.size_hint(), (0, Some(3)), "after \"a\"");
+    assert_eq!(prefixes.nth(1), Some((&b"abc"[..], 3)));
+    assert_eq!(
+        prefixes.size_hint(),
+        (0, Some(0)),
+        "no key goes on from \"abc\""
+    );
+    assert_eq!(prefixes.next(), None);
+    assert_eq!(
+        format!("{prefixes:?}"),
+        r#"PrefixesOf { key: b"abcd", at: None, .. }"#
+    );
+    assert_eq!(layer.prefixes_of(&[b'a'; 20]).size_hint(), (0, Some(7)));
+}
+
+#[test]
+fn keys_and_values_debug() {
+    let layer = FrozenLayer::from_sorted_iter([("a", 1u64)]).unwrap();
+    let (keys, values) = (
+        format!("{:?}", layer.keys()),
+        format!("{:?}", layer.values()),
+    );
+    assert!(keys.starts_with("Keys(Iter {"), "{keys}");
+    assert!(values.starts_with("Values(Iter {"), "{values}");
 }
 
 /// Byte-string values, through the same kinds of keys.
