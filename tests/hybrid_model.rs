@@ -833,6 +833,48 @@ fn extend_interrupted_by_a_panicking_iterator_keeps_what_it_wrote() {
 /// `clear` over every kind of layer: a base in parts, two sealed deltas
 /// (left by failed merges) with tombstones and updates, and unmerged writes
 /// in the fresh delta. Then nothing is left, and the map works on.
+/// The longest prefix when the base and the deltas each hold some of a key's
+/// prefixes: the longer one wins wherever it lies, and a tombstone hides
+/// the base's without hiding a shorter one.
+#[test]
+fn the_longest_prefix_is_taken_across_layers() {
+    let map: HybridMap<u8> = HybridConfig::new().manual().build();
+    map.insert("a", 1);
+    map.insert("abcd", 4);
+    map.freeze().unwrap();
+    map.insert("ab", 2); // in the delta, between two base keys
+    assert_eq!(map.longest_prefix_of("abc"), Some((&b"ab"[..], 2)));
+    assert_eq!(map.longest_prefix_of("abcde"), Some((&b"abcd"[..], 4)));
+    map.remove("abcd"); // a tombstone over the base
+    assert_eq!(map.longest_prefix_of("abcde"), Some((&b"ab"[..], 2)));
+    map.remove("ab");
+    assert_eq!(map.longest_prefix_of("abcde"), Some((&b"a"[..], 1)));
+    assert_eq!(map.longest_prefix_of("b"), None);
+}
+
+/// Two maps are equal when they hold the same entries, however these are
+/// spread over base and deltas; `From` an array builds one.
+#[test]
+fn maps_equal_by_their_entries() {
+    let built = HybridMap::from([("a", 1u8), ("b", 2), ("c", 3)]);
+    assert_eq!(built.len(), 3);
+    let layered: HybridMap<u8> = HybridConfig::new().manual().build();
+    layered.insert("b", 2);
+    layered.insert("c", 3);
+    layered.insert("d", 4);
+    layered.freeze().unwrap();
+    layered.insert("a", 1);
+    assert!(built != layered, "one has d");
+    layered.remove("d");
+    assert!(built == layered);
+    layered.insert("c", 30);
+    assert!(built != layered, "a value differs");
+    layered.insert("c", 3);
+    layered.insert("e", 5);
+    assert!(built != layered && layered != built, "one is longer");
+    assert!(HybridMap::<u8>::new() == HybridMap::new());
+}
+
 #[test]
 fn clear_empties_every_layer() {
     fn key(i: u64) -> Vec<u8> {
