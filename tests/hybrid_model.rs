@@ -830,9 +830,6 @@ fn extend_interrupted_by_a_panicking_iterator_keeps_what_it_wrote() {
     assert_eq!(map.iter().collect::<BTreeMap<_, _>>(), want);
 }
 
-/// `clear` over every kind of layer: a base in parts, two sealed deltas
-/// (left by failed merges) with tombstones and updates, and unmerged writes
-/// in the fresh delta. Then nothing is left, and the map works on.
 /// The longest prefix when the base and the deltas each hold some of a key's
 /// prefixes: the longer one wins wherever it lies, and a tombstone hides
 /// the base's without hiding a shorter one.
@@ -877,6 +874,9 @@ fn maps_equal_by_their_entries() {
     assert!(HybridMap::<u8>::new() == HybridMap::new());
 }
 
+/// `clear` over every kind of layer: a base in parts, two sealed deltas
+/// (left by failed merges) with tombstones and updates, and unmerged writes
+/// in the fresh delta. Then nothing is left, and the map works on.
 #[test]
 fn clear_empties_every_layer() {
     fn key(i: u64) -> Vec<u8> {
