@@ -64,13 +64,22 @@
 //! run: on 2026-11-22 the reader got 0.44–0.86× the lookups per second a
 //! lock-free skip list gives it in random order while the writer stayed
 //! faster; on 2026-11-27 (600 k entries) the reader got 1.20–1.26× and the
-//! writer, in sequential order, 0.37× the skip list's inserts.
+//! writer, in sequential order, 0.37× the skip list's inserts; on
+//! 2026-11-30 (3 M entries, random order, three runs) the reader got
+//! 1.08–1.40× and the writer 2.67–2.82×.
 //! Two hand-written locks were tried and dropped: spinning on `try_read`
 //! starved the reader (dozens of reads per second: the writer re-locks within
 //! nanoseconds), and letting announced readers and writers defer to each
-//! other starved either side depending on what else the machine ran. Lifting
-//! this needs a concurrent tree (optimistic lock coupling inside `FastArt`),
-//! not a better lock around it.
+//! other starved either side depending on what else the machine ran. So was
+//! walking the key's path under the read lock before taking the write lock
+//! (2026-11-30, the first two of those runs alternating with two of it):
+//! the write lock then covers an insert whose path is in the cache, and
+//! the reader rose from 1.32–1.40× to 2.51–2.83× the skip list's lookups,
+//! but the writer, now waiting for the reader's lookups to drain, fell
+//! from 2.67–2.74× to 0.68–0.72× its inserts, and the two together did
+//! less.
+//! Lifting this needs a concurrent tree (optimistic lock coupling inside
+//! `FastArt`), not a better lock around it.
 
 use std::fmt;
 use std::ops::{Bound, RangeBounds};
