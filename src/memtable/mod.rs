@@ -314,6 +314,16 @@ pub trait MemtableRead: Send + Sync {
     /// the same memtable: a write from `f` waits for the lock forever, and
     /// so may a read, behind a writer that waits for this one. Copy what
     /// `f` needs out (or use [`get`](Self::get)) and call afterwards.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, Lookup, Memtable, MemtableRead, ValueKind};
+    ///
+    /// let mem = ArtMemtable::default();
+    /// mem.insert(b"k", 1, ValueKind::Value, b"hello");
+    /// // Compared where it lies, not copied out.
+    /// assert!(mem.get_with(b"k", 1, |l| l == Lookup::Found(&b"hello"[..])));
+    /// assert_eq!(mem.get_with(b"k", 1, |l| l.map(<[u8]>::len)), Lookup::Found(5));
+    /// ```
     fn get_with<R>(
         &self,
         user_key: impl AsRef<[u8]>,
@@ -375,6 +385,37 @@ pub trait MemtableRead: Send + Sync {
 /// read. Whether inserts from several threads run in parallel or one after
 /// the other is the implementation's (see the table in the [module
 /// docs](self)); all are correct with concurrent writers.
+///
+/// An engine is written once against the trait, and any memtable plugs in:
+///
+/// ```
+/// use memkv::memtable::{
+///     ArtMemtable, EntryCursor, Memtable, MemtableRead, SkipListMemtable, ValueKind, MAX_SEQNO,
+/// };
+///
+/// /// Freezes `mem` and lists its entries as a flush writes them.
+/// fn flush<M: Memtable>(mem: M) -> Vec<(Vec<u8>, u64)> {
+///     let frozen = mem.freeze();
+///     let mut cursor = frozen.iter(MAX_SEQNO);
+///     let mut run = Vec::new();
+///     while let Some(e) = cursor.next_entry() {
+///         run.push((e.user_key.to_vec(), e.seqno));
+///     }
+///     run
+/// }
+///
+/// fn load<M: Memtable>() -> M {
+///     let mem = M::default();
+///     mem.insert(b"b", 1, ValueKind::Value, b"x");
+///     mem.insert(b"a", 2, ValueKind::Value, b"y");
+///     mem.insert(b"b", 3, ValueKind::Tombstone, b"");
+///     mem
+/// }
+///
+/// let expected = [(b"a".to_vec(), 2), (b"b".to_vec(), 3), (b"b".to_vec(), 1)];
+/// assert_eq!(flush(load::<ArtMemtable>()), expected);
+/// assert_eq!(flush(load::<SkipListMemtable>()), expected);
+/// ```
 pub trait Memtable: MemtableRead + Default {
     /// The immutable memtable [`freeze`](Memtable::freeze) turns this into.
     type Frozen: MemtableRead;
@@ -405,6 +446,21 @@ pub trait Memtable: MemtableRead + Default {
     /// # Panics
     /// As [`insert`](Memtable::insert), at the first entry it rejects; the
     /// entries before it are in.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, EntryRef, Lookup, Memtable, MemtableRead, ValueKind};
+    ///
+    /// let mem = ArtMemtable::default();
+    /// mem.insert_batch(&[
+    ///     EntryRef { user_key: b"a", seqno: 5, kind: ValueKind::Value, value: b"1" },
+    ///     EntryRef { user_key: b"b", seqno: 6, kind: ValueKind::Tombstone, value: b"" },
+    ///     EntryRef { user_key: b"a", seqno: 7, kind: ValueKind::Value, value: b"2" },
+    /// ]);
+    /// assert_eq!(mem.len(), 3);
+    /// assert_eq!(mem.get(b"a", 6), Lookup::Found(b"1".to_vec()));
+    /// assert_eq!(mem.get(b"a", 7), Lookup::Found(b"2".to_vec()));
+    /// assert_eq!(mem.get(b"b", 7), Lookup::Deleted);
+    /// ```
     fn insert_batch(&self, entries: &[EntryRef<'_>]) {
         for e in entries {
             self.insert(e.user_key, e.seqno, e.kind, e.value);
