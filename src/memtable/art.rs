@@ -65,8 +65,9 @@
 //! lock-free skip list gives it in random order while the writer stayed
 //! faster; on 2026-11-27 (600 k entries) the reader got 1.20–1.26× and the
 //! writer, in sequential order, 0.37× the skip list's inserts; on
-//! 2026-11-30 (3 M entries, random order, three runs) the reader got
-//! 1.08–1.40× and the writer 2.67–2.82×.
+//! 2026-11-30 (3 M entries, random order) the writer got 1.03–2.82× over
+//! five runs, and the reader 1.08–1.40× in the three whose reads were
+//! kept.
 //! Two hand-written locks were tried and dropped: spinning on `try_read`
 //! starved the reader (dozens of reads per second: the writer re-locks within
 //! nanoseconds), and letting announced readers and writers defer to each
