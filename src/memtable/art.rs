@@ -82,8 +82,11 @@
 //! for the lock (a scratch program, 2 M entries, four alternating rounds):
 //! alone it changed nothing (writes 1.08–1.68 M/s against 1.12–1.67 M,
 //! reads 0.49–0.92 M against 0.51–0.80 M), and after the walk it left the
-//! writer 148–240 k/s for reads of 1.86–1.96 M/s. One lock between two
-//! busy threads gives about 2 M operations a second here, however split.
+//! writer 148–240 k/s for reads of 1.86–1.96 M/s (in three harness runs
+//! at 3 M entries the same pair gave the writer 2.30×, 3.16× and 0.70× the
+//! skip list's inserts: the split swings from run to run). One lock
+//! between two busy threads gives about 2 M operations a second here,
+//! however split.
 //! Lifting this needs a concurrent tree (optimistic lock coupling inside
 //! `FastArt`), not a better lock around it.
 
