@@ -66,27 +66,29 @@
 //! faster; on 2026-11-27 (600 k entries) the reader got 1.20–1.26× and the
 //! writer, in sequential order, 0.37× the skip list's inserts; on
 //! 2026-11-30 (3 M entries, random order) the writer got 1.03–2.82× over
-//! five runs, and the reader 1.08–1.40× in the three whose reads were
-//! kept.
+//! eight runs, and the reader 0.99–1.41× in the six whose reads were kept
+//! (`harness/results/memtable-3000000-lock-1130.md` has them all).
 //! Two hand-written locks were tried and dropped: spinning on `try_read`
 //! starved the reader (dozens of reads per second: the writer re-locks within
 //! nanoseconds), and letting announced readers and writers defer to each
 //! other starved either side depending on what else the machine ran. So was
 //! walking the key's path under the read lock before taking the write lock
-//! (2026-11-30, the first two of those runs alternating with two of it):
+//! (2026-11-30, two pairs alternating with the first two of those runs):
 //! the write lock then covers an insert whose path is in the cache, and
 //! the reader rose from 1.32–1.40× to 2.51–2.83× the skip list's lookups,
 //! but the writer, now waiting for the reader's lookups to drain, fell
 //! from 2.67–2.74× to 0.68–0.72× its inserts, and the two together did
-//! less. Nor did polling `try_write` up to 1,000 times before queueing
-//! for the lock (a scratch program, 2 M entries, four alternating rounds):
-//! alone it changed nothing (writes 1.08–1.68 M/s against 1.12–1.67 M,
-//! reads 0.49–0.92 M against 0.51–0.80 M), and after the walk it left the
-//! writer 148–240 k/s for reads of 1.86–1.96 M/s (in three harness runs
-//! at 3 M entries the same pair gave the writer 2.30×, 3.16× and 0.70× the
-//! skip list's inserts: the split swings from run to run). One lock
-//! between two busy threads gives about 2 M operations a second here,
-//! however split.
+//! less. Polling `try_write` up to 1,000 times before queueing for the
+//! lock did not help for certain. In five harness pairs the writer got
+//! 1.37× and 1.89× beside base runs of 1.03× and 1.20×, but 2.31–2.53×
+//! beside 2.46–2.68×; the reader, where kept, 1.34–2.84× against
+//! 0.99–1.41×. In a scratch program (2 M entries, four alternating rounds)
+//! nothing moved (writes 1.08–1.68 M/s against 1.12–1.67 M, reads
+//! 0.49–0.92 M against 0.51–0.80 M). After the walk it left the writer
+//! 148–240 k/s for reads of 1.86–1.96 M/s there, and 2.30×, 3.16× and
+//! 0.70× the skip list's inserts in three harness runs: the split swings
+//! from run to run. One lock between two busy threads gives about 2 M
+//! operations a second here, however split.
 //! Lifting this needs a concurrent tree (optimistic lock coupling inside
 //! `FastArt`), not a better lock around it.
 
