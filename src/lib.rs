@@ -152,7 +152,9 @@ pub use crate::art::FastArt;
 pub use crate::error::{Error, Result};
 pub use crate::frozen::{FrozenLayer, FrozenLayerBuilder, FrozenValue};
 pub use crate::hybrid::{HybridConfig, HybridMap};
-pub use crate::memtable::{ArtMemtable, Memtable, SkipListMemtable, VecMemtable};
+pub use crate::memtable::{
+    ArtMemtable, Memtable, ShardedArtMemtable, SkipListMemtable, VecMemtable,
+};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

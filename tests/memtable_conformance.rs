@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use memkv::memtable::{
     ArtMemtable, Entry, EntryCursor, EntryRef, Lookup, MAX_SEQNO, Memtable, MemtableRead,
-    SkipListMemtable, ValueKind, VecMemtable,
+    ShardedArtMemtable, SkipListMemtable, ValueKind, VecMemtable,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -206,6 +206,11 @@ fn case_strategy() -> impl Strategy<Value = Case> {
 }
 
 fn check_model<M: Memtable>() {
+    check_model_with(M::default);
+}
+
+/// [`check_model`] on memtables made by `make`.
+fn check_model_with<M: Memtable>(make: impl Fn() -> M) {
     // At most 96 cases, fewer if PROPTEST_CASES says so.
     let mut runner = TestRunner::new(Config {
         cases: Config::default().cases.min(96),
@@ -213,7 +218,7 @@ fn check_model<M: Memtable>() {
     });
     runner
         .run(&case_strategy(), |Case { ops, extra, batch }| {
-            let mem = M::default();
+            let mem = make();
             let mut model = Model::new();
             if batch == 0 {
                 for op in &ops {
@@ -735,8 +740,19 @@ macro_rules! conformance {
 conformance! {
     skiplist => SkipListMemtable, concurrent: 20_000;
     art => ArtMemtable, concurrent: 20_000;
+    sharded => ShardedArtMemtable, concurrent: 20_000;
     // Its reads scan everything: a smaller run.
     vec => VecMemtable, concurrent: 1_500;
+}
+
+/// The model on sharded memtables with fewer shards than the default's 16:
+/// one (nothing to merge), and two and three, where most shards hold
+/// several of a case's keys and a shard count is not a power of two.
+#[test]
+fn sharded_model_with_one_two_and_three_shards() {
+    for shards in 1..=3 {
+        check_model_with(|| ShardedArtMemtable::with_shards(shards));
+    }
 }
 
 /// Write batches into an `ArtMemtable` past the size where it looks each

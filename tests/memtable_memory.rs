@@ -10,7 +10,8 @@ mod counting;
 
 use counting::held;
 use memkv::memtable::{
-    ArtMemtable, Memtable, MemtableRead, SkipListMemtable, ValueKind, VecMemtable,
+    ArtMemtable, Memtable, MemtableRead, ShardedArtMemtable, SkipListMemtable, ValueKind,
+    VecMemtable,
 };
 
 /// Entries with short keys and values, so that any per-entry overhead
@@ -63,6 +64,11 @@ fn exact<M: Memtable>() {
 #[test]
 fn art_memtable_reports_what_it_holds() {
     exact::<ArtMemtable>();
+}
+
+#[test]
+fn sharded_art_memtable_reports_what_it_holds() {
+    exact::<ShardedArtMemtable>();
 }
 
 #[test]

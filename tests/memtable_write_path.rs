@@ -11,8 +11,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use memkv::memtable::{
-    ArtMemtable, EntryRef, FrozenArtMemtable, Lookup, Memtable, MemtableRead, SkipListMemtable,
-    ValueKind, VecMemtable, WritePath, WritePathOptions,
+    ArtMemtable, EntryRef, FrozenArtMemtable, Lookup, Memtable, MemtableRead, ShardedArtMemtable,
+    SkipListMemtable, ValueKind, VecMemtable, WritePath, WritePathOptions,
 };
 
 /// A small deterministic generator (SplitMix64).
@@ -56,9 +56,9 @@ fn read_run(path: &std::path::Path) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
 
 /// With `batches`, the writes go in write batches of 1 to 40 entries (a
 /// batch's keys may repeat); a batch is written before each check.
-fn model_across_flushes<M: Memtable + 'static>(batches: bool) {
+fn model_across_flushes<M: Memtable + 'static>(batches: bool, buffer: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let db = open::<M>(dir.path(), 8 << 10);
+    let db = open::<M>(dir.path(), buffer);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut rng = Rng(1);
     let mut pending: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
@@ -165,12 +165,13 @@ impl Drop for SetOnDrop {
 /// 2000th for the reader's first pass, so that pass runs while the writer is
 /// between the two, however the threads are scheduled; the reader's last
 /// pass starts after the last write.
-fn stalls_and_concurrent_reads<M: Memtable + 'static>() {
+fn stalls_and_concurrent_reads<M: Memtable + 'static>(buffer: usize) {
     let dir = tempfile::tempdir().unwrap();
-    // 8 KiB: a few dozen memtables of several entries each (at 4 KiB, the
-    // arena's first chunk alone fills an `ArtMemtable` or a `VecMemtable`,
-    // so each held one entry).
-    let db = Arc::new(open::<M>(dir.path(), 8 << 10));
+    // 8 KiB (64 KiB sharded; see `write_path_tests!`): a few dozen
+    // memtables of several entries each (at 4 KiB, the arena's first chunk
+    // alone fills an `ArtMemtable` or a `VecMemtable`, so each held one
+    // entry).
+    let db = Arc::new(open::<M>(dir.path(), buffer));
     // Key i is written once, with `stall_value(i)`; `written` then becomes
     // i + 1.
     let written = Arc::new(AtomicU32::new(0));
@@ -250,32 +251,37 @@ fn stalls_and_concurrent_reads<M: Memtable + 'static>() {
 }
 
 macro_rules! write_path_tests {
-    ($($module:ident => $ty:ty;)*) => {$(
+    ($($module:ident => $ty:ty, buffer: $buffer:expr;)*) => {$(
         mod $module {
             use super::*;
 
             #[test]
             fn model_across_flushes_in_write_batches() {
-                super::model_across_flushes::<$ty>(true);
+                super::model_across_flushes::<$ty>(true, $buffer);
             }
 
             #[test]
             fn model_across_flushes() {
-                super::model_across_flushes::<$ty>(false);
+                super::model_across_flushes::<$ty>(false, $buffer);
             }
 
             #[test]
             fn stalls_and_concurrent_reads() {
-                super::stalls_and_concurrent_reads::<$ty>();
+                super::stalls_and_concurrent_reads::<$ty>($buffer);
             }
         }
     )*};
 }
 
+// Small write buffers, so that the writes cross many memtables. A sharded
+// memtable holds about 2 KiB per shard as soon as the shard has an entry
+// (its tree's first chunk and the shard), 34 KiB for the default 16: at
+// 8 KiB each of its memtables would hold one entry.
 write_path_tests! {
-    skiplist => SkipListMemtable;
-    art => ArtMemtable;
-    vec => VecMemtable;
+    skiplist => SkipListMemtable, buffer: 8 << 10;
+    art => ArtMemtable, buffer: 8 << 10;
+    sharded => ShardedArtMemtable, buffer: 64 << 10;
+    vec => VecMemtable, buffer: 8 << 10;
 }
 
 #[test]

@@ -18,8 +18,9 @@ use memkv::frozen::{self, FrozenValue, automaton::Str};
 use memkv::hybrid;
 use memkv::memtable::{
     ArtCursor, ArtMemtable, BufferedCursor, EntryCursor, EntryRef, FrozenArtCursor,
-    FrozenVecCursor, Lookup, MAX_SEQNO, Memtable, MemtableRead, SkipListCursor, SkipListMemtable,
-    ValueKind, VecMemtable, WritePath,
+    FrozenShardedArtCursor, FrozenVecCursor, Lookup, MAX_SEQNO, Memtable, MemtableRead,
+    ShardedArtCursor, ShardedArtMemtable, SkipListCursor, SkipListMemtable, ValueKind, VecMemtable,
+    WritePath,
 };
 use memkv::{FastArt, FrozenLayer, FrozenLayerBuilder, HybridMap};
 
@@ -433,6 +434,14 @@ fn the_memtable_cursors_are_covariant_in_their_borrow() {
     fn frozen_art<'short, 'long: 'short>(c: FrozenArtCursor<'long>) -> FrozenArtCursor<'short> {
         c
     }
+    fn sharded<'short, 'long: 'short>(c: ShardedArtCursor<'long>) -> ShardedArtCursor<'short> {
+        c
+    }
+    fn frozen_sharded<'short, 'long: 'short>(
+        c: FrozenShardedArtCursor<'long>,
+    ) -> FrozenShardedArtCursor<'short> {
+        c
+    }
     fn skip_list<'short, 'long: 'short>(c: SkipListCursor<'long>) -> SkipListCursor<'short> {
         c
     }
@@ -452,6 +461,7 @@ fn the_memtable_cursors_are_covariant_in_their_borrow() {
         mem
     }
     let art_mem: ArtMemtable = filled();
+    let sharded_mem: ShardedArtMemtable = filled();
     let skip_mem: SkipListMemtable = filled();
     let vec_mem: VecMemtable = filled();
 
@@ -465,6 +475,17 @@ fn the_memtable_cursors_are_covariant_in_their_borrow() {
     assert_eq!(
         cursor.next_entry().map(entry).map(|e| e.user_key),
         Some(&b"a"[..])
+    );
+    assert_eq!(
+        sharded(sharded_mem.iter(MAX_SEQNO)).collect_entries().len(),
+        2
+    );
+    let frozen = sharded_mem.freeze();
+    assert_eq!(
+        frozen_sharded(frozen.iter(MAX_SEQNO))
+            .collect_entries()
+            .len(),
+        2
     );
     let frozen = vec_mem.freeze();
     assert_eq!(
@@ -480,10 +501,13 @@ fn the_memtable_cursors_and_write_path_are_send_and_sync() {
     fn both<T: Send + Sync>() {}
     both::<ArtCursor<'static>>();
     both::<FrozenArtCursor<'static>>();
+    both::<ShardedArtCursor<'static>>();
+    both::<FrozenShardedArtCursor<'static>>();
     both::<SkipListCursor<'static>>();
     both::<FrozenVecCursor<'static>>();
     both::<BufferedCursor>();
     both::<WritePath<ArtMemtable>>();
+    both::<WritePath<ShardedArtMemtable>>();
     both::<WritePath<SkipListMemtable>>();
     both::<WritePath<VecMemtable>>();
 }

@@ -1,4 +1,4 @@
-//! The three memtables against a model of internal entries, over random
+//! The four memtables against a model of internal entries, over random
 //! inserts (values and tombstones, sequence numbers in any order, the same
 //! key and number again), batches, snapshot lookups and ranges, and the
 //! frozen forms at the end.
@@ -12,8 +12,8 @@ use std::ops::Bound;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use memkv::memtable::{
-    ArtMemtable, Entry, EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, SkipListMemtable,
-    ValueKind, VecMemtable,
+    ArtMemtable, Entry, EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, ShardedArtMemtable,
+    SkipListMemtable, ValueKind, VecMemtable,
 };
 use memkv_fuzz::Key;
 
@@ -147,6 +147,7 @@ fn run<M: Memtable>(ops: &[MemOp]) {
 
 fuzz_target!(|ops: Vec<MemOp>| {
     run::<ArtMemtable>(&ops);
+    run::<ShardedArtMemtable>(&ops);
     run::<SkipListMemtable>(&ops);
     run::<VecMemtable>(&ops);
 });

@@ -121,6 +121,14 @@ impl<'a, V> Range<'a, V> {
         Range { art, raw }
     }
 
+    /// Walks as if the tree were `bytes` larger: other trees of that size
+    /// are walked at the same time (a sharded memtable's merge), and with
+    /// them the tree no longer fits the cache.
+    pub(crate) fn walked_alongside(mut self, bytes: usize) -> Self {
+        self.raw.set_walked_alongside(bytes);
+        self
+    }
+
     /// The next entry, its key borrowed from the iterator: no allocation.
     ///
     /// ```

@@ -22,7 +22,7 @@
 //! (the memtables that use it are `RwLock`-protected).
 
 /// Bytes in the first chunk.
-const FIRST_CHUNK: usize = 4 << 10;
+pub(crate) const FIRST_CHUNK: usize = 4 << 10;
 /// Bytes in a full-size chunk (a jemalloc size class: no rounding).
 const MAX_CHUNK: usize = 256 << 10;
 
@@ -30,11 +30,19 @@ const MAX_CHUNK: usize = 256 << 10;
 pub(crate) type Ref = u64;
 
 /// An append-only sequence of byte chunks.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Arena {
     chunks: Vec<Vec<u8>>,
     /// Bytes held by the chunks (their capacities).
     capacity: usize,
+    /// Bytes in the first chunk: [`FIRST_CHUNK`] unless made smaller.
+    first_chunk: usize,
+}
+
+impl Default for Arena {
+    fn default() -> Self {
+        Arena::with_first_chunk(FIRST_CHUNK)
+    }
 }
 
 #[inline]
@@ -43,6 +51,17 @@ fn split(r: Ref) -> (usize, usize) {
 }
 
 impl Arena {
+    /// An empty arena whose first chunk will hold `bytes` (at least 64, at
+    /// most [`MAX_CHUNK`]): smaller for the many arenas of a sharded
+    /// memtable, which would otherwise hold a first chunk each.
+    pub(crate) fn with_first_chunk(bytes: usize) -> Self {
+        Arena {
+            chunks: Vec::new(),
+            capacity: 0,
+            first_chunk: bytes.clamp(64, MAX_CHUNK),
+        }
+    }
+
     /// Copies `parts`, concatenated, into the arena as one record.
     ///
     /// # Panics
@@ -59,7 +78,7 @@ impl Arena {
             .is_some_and(|c| c.capacity() - c.len() >= len);
         if !fits {
             let size = match self.chunks.last() {
-                None => FIRST_CHUNK,
+                None => self.first_chunk,
                 Some(c) => (c.capacity() * 2).min(MAX_CHUNK),
             };
             // A chunk left empty by `rollback`, too small for this record,
@@ -194,6 +213,18 @@ mod tests {
         for c in &a.chunks[..9] {
             assert!(c.capacity() - c.len() < 1000);
         }
+    }
+
+    #[test]
+    fn a_smaller_first_chunk_doubles_from_its_size() {
+        let mut a = Arena::with_first_chunk(256);
+        while a.chunks.len() < 6 {
+            a.append(&[&[1; 100]]);
+        }
+        let sizes: Vec<usize> = a.chunks.iter().map(|c| c.capacity()).collect();
+        assert_eq!(sizes, [256, 512, 1024, 2048, 4096, 8192]);
+        assert_eq!(Arena::with_first_chunk(0).first_chunk, 64);
+        assert_eq!(Arena::with_first_chunk(usize::MAX).first_chunk, MAX_CHUNK);
     }
 
     #[test]

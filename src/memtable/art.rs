@@ -168,7 +168,7 @@ fn append(arena: &mut Arena, seqno: u64, kind: ValueKind, value: &[u8], next: Op
 
 /// The tree and the arena: the state behind the lock, and the frozen form.
 #[derive(Debug)]
-struct Tables {
+pub(super) struct Tables {
     art: FastArt<Ref>,
     arena: Arena,
     /// Internal entries (versions).
@@ -177,22 +177,49 @@ struct Tables {
 
 impl Default for Tables {
     fn default() -> Self {
-        // Readers wait on the memtable's lock; a memtable is short-lived
-        // and flushed whole, not compacted.
-        Tables {
-            art: FastArt::without_auto_compact(),
-            arena: Arena::default(),
-            len: 0,
-        }
+        Tables::with_arena(Arena::default())
     }
 }
 
 impl Tables {
-    fn memory_usage(&self) -> usize {
+    /// Empty tables whose arena's first chunk holds `bytes` (see
+    /// [`Arena::with_first_chunk`]).
+    pub(super) fn with_first_chunk(bytes: usize) -> Self {
+        Tables::with_arena(Arena::with_first_chunk(bytes))
+    }
+
+    fn with_arena(arena: Arena) -> Self {
+        // Readers wait on the memtable's lock; a memtable is short-lived
+        // and flushed whole, not compacted.
+        Tables {
+            art: FastArt::without_auto_compact(),
+            arena,
+            len: 0,
+        }
+    }
+
+    /// Brings the tree's paths to keys `0..count` into the cache (see
+    /// [`FastArt::prefetch_paths`]), the tree counted `alongside` bytes
+    /// larger.
+    pub(super) fn prefetch_paths<'k>(
+        &self,
+        count: usize,
+        key: impl Fn(usize) -> &'k [u8],
+        alongside: usize,
+    ) {
+        self.art.prefetch_paths_alongside(count, key, alongside);
+    }
+
+    /// Internal entries (versions).
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(super) fn memory_usage(&self) -> usize {
         self.art.memory_usage() + self.arena.memory_usage()
     }
 
-    fn insert(&mut self, key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
+    pub(super) fn insert(&mut self, key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
         // Up front: the record may be appended again with a link below, after
         // the tree points at it, and must not fail then.
         assert!(
@@ -259,8 +286,27 @@ impl Tables {
         }
     }
 
+    /// A cursor over the entries in `range` visible at `snapshot`, walked
+    /// alongside trees of `alongside` bytes (see [`Batches::refill`]).
+    pub(super) fn cursor<'a>(
+        &'a self,
+        range: (Bound<&[u8]>, Bound<&[u8]>),
+        snapshot: u64,
+        alongside: usize,
+    ) -> FrozenArtCursor<'a> {
+        FrozenArtCursor {
+            it: self.art.range::<[u8], _>(range).walked_alongside(alongside),
+            arena: &self.arena,
+            snapshot,
+            ahead: ReadAhead::default(),
+            pos: 0,
+            pending: None,
+            current: None,
+        }
+    }
+
     #[inline]
-    fn get(&self, key: &[u8], snapshot: u64) -> Lookup<&[u8]> {
+    pub(super) fn get(&self, key: &[u8], snapshot: u64) -> Lookup<&[u8]> {
         let Some(&head) = self.art.get(key) else {
             return Lookup::Absent;
         };
@@ -337,14 +383,9 @@ impl MemtableRead for ArtMemtable {
     }
 
     fn range<'a>(&'a self, range: impl RangeBounds<[u8]>, snapshot: u64) -> ArtCursor<'a> {
-        let range = OwnedRange::new(&range);
         ArtCursor {
             mem: self,
-            snapshot,
-            next_start: Some(range.start.clone()),
-            end: range.end,
-            buf: EntryBuf::default(),
-            ahead: ReadAhead::default(),
+            batches: Batches::new(OwnedRange::new(&range), snapshot, BATCH_ENTRIES),
         }
     }
 
@@ -413,10 +454,21 @@ impl Memtable for ArtMemtable {
 /// before the cursor starts).
 pub struct ArtCursor<'a> {
     mem: &'a ArtMemtable,
+    batches: Batches,
+}
+
+/// A cursor's walk over one locked [`Tables`] (the memtable's, or one
+/// shard's of a [`ShardedArtMemtable`](super::ShardedArtMemtable)): the
+/// batch of entries last copied out, and where the next batch starts.
+#[derive(Debug)]
+pub(super) struct Batches {
     snapshot: u64,
     /// Where the next batch starts; `None` when the range is exhausted.
     next_start: Option<Bound<Vec<u8>>>,
     end: Bound<Vec<u8>>,
+    /// Entries to copy in the next batch: from the first batch's size,
+    /// doubling up to [`BATCH_ENTRIES`].
+    batch: usize,
     buf: EntryBuf,
     /// Reused by each batch's walk (see [`FrozenArtCursor`]).
     ahead: ReadAhead,
@@ -427,9 +479,9 @@ pub struct ArtCursor<'a> {
 impl fmt::Debug for ArtCursor<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ArtCursor")
-            .field("snapshot", &self.snapshot)
-            .field("next_start", &self.next_start)
-            .field("end", &self.end)
+            .field("snapshot", &self.batches.snapshot)
+            .field("next_start", &self.batches.next_start)
+            .field("end", &self.batches.end)
             .finish_non_exhaustive()
     }
 }
@@ -442,26 +494,66 @@ impl fmt::Debug for FrozenArtCursor<'_> {
     }
 }
 
-impl ArtCursor<'_> {
-    fn refill(&mut self) {
+impl Batches {
+    /// A walk over `range` at `snapshot`, copying `first_batch` entries
+    /// first (at least one).
+    pub(super) fn new(range: OwnedRange, snapshot: u64, first_batch: usize) -> Self {
+        Batches {
+            snapshot,
+            next_start: Some(range.start),
+            end: range.end,
+            batch: first_batch.clamp(1, BATCH_ENTRIES),
+            buf: EntryBuf::default(),
+            ahead: ReadAhead::default(),
+        }
+    }
+
+    /// The copied entries not yet returned.
+    #[inline]
+    pub(super) fn buf(&mut self) -> &mut EntryBuf {
+        &mut self.buf
+    }
+
+    /// The next entry not yet returned, without returning it.
+    #[inline]
+    pub(super) fn peek(&self) -> Option<EntryRef<'_>> {
+        self.buf.peek()
+    }
+
+    /// Entries in the last batch.
+    #[cfg(test)]
+    pub(super) fn copied(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Copies the next batch out of `tables`, under its read lock. Drained
+    /// afterwards only at the end of the range.
+    ///
+    /// `alongside` is the bytes of other trees walked at the same time (the
+    /// other shards of a sharded memtable): the tree's walk takes the path
+    /// for a tree that much larger, one that does not fit the cache.
+    pub(super) fn refill(&mut self, tables: &RwLock<Tables>, alongside: usize) {
         self.buf.clear();
         while self.buf.is_drained() {
             let Some(start) = self.next_start.take() else {
                 return;
             };
-            let t = self.mem.read();
-            let mut it = t.art.range::<[u8], _>((
-                start.as_ref().map(Vec::as_slice),
-                self.end.as_ref().map(Vec::as_slice),
-            ));
-            let (mut copied, mut visited) = (0, 0);
+            let t = tables.read().unwrap_or_else(PoisonError::into_inner);
+            let mut it = (t.art)
+                .range::<[u8], _>((
+                    start.as_ref().map(Vec::as_slice),
+                    self.end.as_ref().map(Vec::as_slice),
+                ))
+                .walked_alongside(alongside);
+            let (mut copied, mut visited, batch) = (0, 0, self.batch);
+            self.batch = (batch * 2).min(BATCH_ENTRIES);
             // Copies one entry's versions; true when the batch is full.
             // Bounded by keys visited too, so that an old snapshot, which
             // sees few entries, doesn't hold the lock over a long walk.
             let mut full = |buf: &mut EntryBuf, key: &[u8], head: Ref| {
                 copied += push_versions(buf, &t.arena, key, head, self.snapshot);
                 visited += 1;
-                copied >= BATCH_ENTRIES || visited >= 4 * BATCH_ENTRIES
+                copied >= batch || visited >= 4 * batch
             };
             let mut last_key = None;
             if self.ahead.in_order {
@@ -520,10 +612,10 @@ fn push_versions(buf: &mut EntryBuf, arena: &Arena, key: &[u8], head: Ref, snaps
 
 impl EntryCursor for ArtCursor<'_> {
     fn next_entry(&mut self) -> Option<EntryRef<'_>> {
-        if self.buf.is_drained() {
-            self.refill();
+        if self.batches.buf().is_drained() {
+            self.batches.refill(&self.mem.tables, 0);
         }
-        self.buf.next_entry()
+        self.batches.buf().next_entry()
     }
 }
 
@@ -549,17 +641,8 @@ impl MemtableRead for FrozenArtMemtable {
     }
 
     fn range<'a>(&'a self, range: impl RangeBounds<[u8]>, snapshot: u64) -> FrozenArtCursor<'a> {
-        FrozenArtCursor {
-            it: self
-                .tables
-                .art
-                .range::<[u8], _>((range.start_bound(), range.end_bound())),
-            arena: &self.tables.arena,
-            snapshot,
-            ahead: ReadAhead::default(),
-            pos: 0,
-            pending: None,
-        }
+        self.tables
+            .cursor((range.start_bound(), range.end_bound()), snapshot, 0)
     }
 
     fn len(&self) -> usize {
@@ -588,6 +671,8 @@ pub struct FrozenArtCursor<'a> {
     pos: usize,
     /// Older versions of the key at `pos - 1` still to return.
     pending: Option<Ref>,
+    /// The version last stepped to (of the key at `pos - 1`).
+    current: Option<Version<'a>>,
 }
 
 /// Tree entries a cursor reads ahead.
@@ -663,37 +748,52 @@ impl ReadAhead {
     }
 }
 
-impl EntryCursor for FrozenArtCursor<'_> {
+impl FrozenArtCursor<'_> {
+    /// Moves to the next visible version: of the current key, else of the
+    /// next key. At the end (and on every call after it) there is none.
     #[inline]
-    fn next_entry(&mut self) -> Option<EntryRef<'_>> {
-        let at = loop {
+    pub(super) fn step(&mut self) {
+        self.current = loop {
             // Older versions of the current key first.
             if let Some(at) = self.pending {
                 let v = version(self.arena, at);
                 self.pending = v.next;
                 if v.seqno <= self.snapshot {
-                    break at;
+                    break Some(v);
                 }
                 continue;
             }
             if self.pos == self.ahead.len() {
                 // Before the fill: at the end it empties the batch, and a
-                // call after `None` must find `pos` at its length again.
+                // call after the end must find `pos` at its length again.
                 self.pos = 0;
                 if !self.ahead.fill(&mut self.it, self.arena) {
-                    return None;
+                    break None;
                 }
             }
             self.pending = Some(self.ahead.get(self.pos).1);
             self.pos += 1;
         };
-        let v = version(self.arena, at);
+    }
+
+    /// The version last stepped to.
+    #[inline]
+    pub(super) fn peek(&self) -> Option<EntryRef<'_>> {
+        let v = self.current?;
         Some(EntryRef {
             user_key: self.ahead.get(self.pos - 1).0,
             seqno: v.seqno,
             kind: v.kind,
             value: v.value,
         })
+    }
+}
+
+impl EntryCursor for FrozenArtCursor<'_> {
+    #[inline]
+    fn next_entry(&mut self) -> Option<EntryRef<'_>> {
+        self.step();
+        self.peek()
     }
 }
 
@@ -738,18 +838,18 @@ mod tests {
             mem.insert(format!("{i:06}").as_bytes(), seqno, ValueKind::Value, b"v");
         }
         let mut latest = mem.iter(crate::memtable::MAX_SEQNO);
-        latest.refill();
-        assert_eq!(latest.buf.len(), BATCH_ENTRIES);
+        latest.batches.refill(&mem.tables, 0);
+        assert_eq!(latest.batches.buf.len(), BATCH_ENTRIES);
         // The next batch replaces the one returned.
         for _ in 0..BATCH_ENTRIES {
-            latest.buf.next_entry();
+            latest.batches.buf.next_entry();
         }
-        latest.refill();
-        assert_eq!(latest.buf.len(), BATCH_ENTRIES);
+        latest.batches.refill(&mem.tables, 0);
+        assert_eq!(latest.batches.buf.len(), BATCH_ENTRIES);
         let mut old = mem.iter(10);
-        old.refill();
+        old.batches.refill(&mem.tables, 0);
         let visible = (0..4 * BATCH_ENTRIES).filter(|i| i % 10 == 0).count();
-        assert_eq!(old.buf.len(), visible);
+        assert_eq!(old.batches.buf.len(), visible);
         // Both go on to the end.
         let count = |mut cursor: ArtCursor<'_>| {
             let mut n = 0;
@@ -806,7 +906,7 @@ mod tests {
             }
             assert_eq!(seen, expected, "shuffled from {shuffled_from}");
             assert_eq!(
-                cursor.ahead.in_order,
+                cursor.batches.ahead.in_order,
                 shuffled_from == keys,
                 "shuffled from {shuffled_from}"
             );

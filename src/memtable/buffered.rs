@@ -57,8 +57,28 @@ impl EntryBuf {
     /// The next buffered entry.
     #[inline]
     pub(crate) fn next_entry(&mut self) -> Option<EntryRef<'_>> {
-        let it = *self.items.get(self.pos)?;
+        if self.is_drained() {
+            return None;
+        }
         self.pos += 1;
+        self.entry(self.pos - 1)
+    }
+
+    /// The next buffered entry, left in place.
+    #[inline]
+    pub(crate) fn peek(&self) -> Option<EntryRef<'_>> {
+        self.entry(self.pos)
+    }
+
+    /// Passes over the next buffered entry, if any.
+    #[inline]
+    pub(crate) fn skip(&mut self) {
+        self.pos = (self.pos + 1).min(self.items.len());
+    }
+
+    #[inline]
+    fn entry(&self, i: usize) -> Option<EntryRef<'_>> {
+        let it = *self.items.get(i)?;
         let key_end = it.start + it.key_len;
         Some(EntryRef {
             user_key: &self.bytes[it.start..key_end],

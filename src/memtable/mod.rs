@@ -1,4 +1,4 @@
-//! Memtables for LSM engines: the [`Memtable`] interface, three
+//! Memtables for LSM engines: the [`Memtable`] interface, four
 //! implementations, and a small [`WritePath`] to measure them in.
 //!
 //! An LSM engine keeps its recent writes in a sorted in-memory table, the
@@ -13,11 +13,14 @@
 //! | type | structure | writers | readers during a write |
 //! |---|---|---|---|
 //! | [`ArtMemtable`] | [`FastArt`](crate::FastArt) over user keys, versions chained in a value arena | serialised by a lock | wait for at most one insert |
+//! | [`ShardedArtMemtable`] | `ArtMemtable`'s tree and arena in 16 shards by a hash of the user key, a lock each | in parallel on different shards | wait only for an insert into the same shard; ranges and flushes merge the shards |
 //! | [`SkipListMemtable`] | `crossbeam_skiplist::SkipMap` (lock-free) | concurrent, lock-free | never wait |
 //! | [`VecMemtable`] | append to a vector, sort on freeze | serialised by a lock | wait for at most one append; reads scan the whole table |
 //!
 //! `SkipListMemtable` is the common baseline (what Rust LSM engines use
 //! today); `ArtMemtable` is the one meant to take less memory and load faster;
+//! `ShardedArtMemtable` trades some of its memory and flush speed for
+//! writers and readers that seldom wait for each other;
 //! `VecMemtable` is the write-only reference point (the cheapest possible
 //! insert, reads that are only good enough for tests).
 //!
@@ -99,6 +102,7 @@ mod arena;
 mod art;
 mod buffered;
 mod key;
+mod sharded;
 mod skiplist;
 mod vec;
 mod write_path;
@@ -107,6 +111,9 @@ use std::ops::RangeBounds;
 
 pub use self::art::{ArtCursor, ArtMemtable, FrozenArtCursor, FrozenArtMemtable};
 pub use self::buffered::BufferedCursor;
+pub use self::sharded::{
+    FrozenShardedArtCursor, FrozenShardedArtMemtable, ShardedArtCursor, ShardedArtMemtable,
+};
 pub use self::skiplist::{FrozenSkipListMemtable, SkipListCursor, SkipListMemtable};
 pub use self::vec::{FrozenVecCursor, FrozenVecMemtable, VecMemtable};
 pub use self::write_path::{WritePath, WritePathOptions, WritePathStats};

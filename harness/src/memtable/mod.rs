@@ -78,6 +78,10 @@ pub(crate) const IMPLS: &[Impl] = &[
         "memtable-art",
         "memkv::ArtMemtable: FastArt + version chains in a value arena",
     ),
+    entry::<memkv::ShardedArtMemtable>(
+        "memtable-art-sharded",
+        "memkv::ShardedArtMemtable: ArtMemtable's tree and arena in 16 shards by key hash, a lock each",
+    ),
     entry::<memkv::VecMemtable>(
         "memtable-vec",
         "memkv::VecMemtable: append, sort on freeze (write-only reference)",

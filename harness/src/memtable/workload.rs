@@ -61,6 +61,7 @@ pub(crate) trait Subject: Memtable + 'static {
 
 impl Subject for memkv::SkipListMemtable {}
 impl Subject for memkv::ArtMemtable {}
+impl Subject for memkv::ShardedArtMemtable {}
 impl Subject for memkv::VecMemtable {
     const ACTIVE_READS: bool = false;
 }

@@ -147,6 +147,10 @@ pub(crate) struct Cursor {
     /// `advance`). Decided at its first step (`None` before), since no tree
     /// changes shape or size while a cursor walks it.
     direct: Option<bool>,
+    /// Bytes of other trees walked at the same time (a sharded memtable's
+    /// shards, merged): they compete for the cache, so the tree counts as
+    /// that much larger when `direct` is decided.
+    alongside: usize,
 }
 
 impl Cursor {
@@ -165,6 +169,7 @@ impl Cursor {
             ahead: FIRST_AHEAD,
             key: Vec::new(),
             direct: None,
+            alongside: 0,
         };
         if root != 0 {
             c.stack.push(Frame {
@@ -214,7 +219,8 @@ impl Cursor {
     fn advance<V>(&mut self, art: &RawArt<V>, forward: bool) -> Option<u32> {
         let direct = *self.direct.get_or_insert_with(|| {
             art.leaves_in_order()
-                || (!cfg!(debug_assertions) && art.memory_usage() < WALK_AHEAD_MIN_BYTES)
+                || (!cfg!(debug_assertions)
+                    && art.memory_usage().saturating_add(self.alongside) < WALK_AHEAD_MIN_BYTES)
         });
         if direct {
             // Compacted leaves lie in key order and stream in without help:
@@ -573,6 +579,8 @@ pub(crate) struct RawIter {
     last_front: u32,
     last_back: u32,
     done: bool,
+    /// Passed to each end's cursor (see `Cursor::alongside`).
+    alongside: usize,
 }
 
 impl RawIter {
@@ -593,7 +601,14 @@ impl RawIter {
             last_front: 0,
             last_back: 0,
             done: root == 0,
+            alongside: 0,
         }
+    }
+
+    /// Counts `bytes` of other trees, walked at the same time, with this
+    /// one's size where that decides how to walk it.
+    pub(crate) fn set_walked_alongside(&mut self, bytes: usize) {
+        self.alongside = bytes;
     }
 
     /// The keys of `art` within the bounds. Inverted bounds give nothing.
@@ -633,9 +648,13 @@ impl RawIter {
         if self.done {
             return None;
         }
-        let front = self.front.get_or_insert_with(|| match &self.lower {
-            Bound::Unbounded => Cursor::front(self.root, &self.base),
-            Bound::Included(k) | Bound::Excluded(k) => Cursor::seek_ge(art, k),
+        let front = self.front.get_or_insert_with(|| {
+            let mut c = match &self.lower {
+                Bound::Unbounded => Cursor::front(self.root, &self.base),
+                Bound::Included(k) | Bound::Excluded(k) => Cursor::seek_ge(art, k),
+            };
+            c.alongside = self.alongside;
+            c
         });
         let mut leaf = front.next(art);
         // Only the first key can equal an excluded lower bound.
@@ -667,9 +686,13 @@ impl RawIter {
         if self.done {
             return None;
         }
-        let back = self.back.get_or_insert_with(|| match &self.upper {
-            Bound::Unbounded => Cursor::back(self.root, &self.base),
-            Bound::Included(k) | Bound::Excluded(k) => Cursor::seek_le(art, k),
+        let back = self.back.get_or_insert_with(|| {
+            let mut c = match &self.upper {
+                Bound::Unbounded => Cursor::back(self.root, &self.base),
+                Bound::Included(k) | Bound::Excluded(k) => Cursor::seek_le(art, k),
+            };
+            c.alongside = self.alongside;
+            c
         });
         let mut leaf = back.prev(art);
         if self.last_back == 0
