@@ -399,20 +399,7 @@ impl<V> FastArt<V> {
     /// find their paths there. Does nothing for a map small enough to sit in
     /// the caches (see [`PREFETCH_PATHS_ABOVE`]).
     pub(crate) fn prefetch_paths<'k>(&self, count: usize, key: impl Fn(usize) -> &'k [u8]) {
-        self.prefetch_paths_alongside(count, key, 0);
-    }
-
-    /// [`prefetch_paths`](Self::prefetch_paths) for a tree written beside
-    /// others of `alongside` bytes (a sharded memtable's shards), which
-    /// share the caches with it: does nothing only if all of them together
-    /// are small.
-    pub(crate) fn prefetch_paths_alongside<'k>(
-        &self,
-        count: usize,
-        key: impl Fn(usize) -> &'k [u8],
-        alongside: usize,
-    ) {
-        if self.memory_usage().saturating_add(alongside) >= PREFETCH_PATHS_ABOVE {
+        if self.memory_usage() >= PREFETCH_PATHS_ABOVE {
             self.raw.get_each(count, key, |_, _| {});
         }
     }

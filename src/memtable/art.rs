@@ -198,18 +198,6 @@ impl Tables {
         }
     }
 
-    /// Brings the tree's paths to keys `0..count` into the cache (see
-    /// [`FastArt::prefetch_paths`]), the tree counted `alongside` bytes
-    /// larger.
-    pub(super) fn prefetch_paths<'k>(
-        &self,
-        count: usize,
-        key: impl Fn(usize) -> &'k [u8],
-        alongside: usize,
-    ) {
-        self.art.prefetch_paths_alongside(count, key, alongside);
-    }
-
     /// Internal entries (versions).
     pub(super) fn len(&self) -> usize {
         self.len

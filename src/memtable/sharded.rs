@@ -43,7 +43,6 @@ use super::art::{Batches, FrozenArtCursor, Tables};
 use super::{
     EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, OwnedRange, ValueKind, check_seqno,
 };
-use crate::lanes::LANES;
 
 /// Entries a cursor copies out of each shard in its first batch; later
 /// batches double, as the scan proves long. A short range then copies
@@ -95,6 +94,13 @@ impl Shard {
 /// (see the [module docs](crate::memtable) for measurements).
 /// The hash is fixed, so keys chosen to collide only put the memtable back
 /// to one lock's speed.
+///
+/// Write batches are inserted one by one: a batch spreads over the shards,
+/// and looking each shard's few keys up side by side first, as
+/// `ArtMemtable` does with a whole batch, made batched loads through the
+/// [`WritePath`](super::WritePath) slower (3.92 M entries/s against 4.81 M
+/// without, medians of three harness runs each at 3 M entries; batches
+/// straight into the memtable gained 8%).
 ///
 /// [`approximate_memory_usage`](MemtableRead::approximate_memory_usage) is
 /// exactly the heap bytes held: each shard's tree and arena, and the shards
@@ -237,42 +243,6 @@ impl Memtable for ShardedArtMemtable {
         let user_key = user_key.as_ref();
         let shard = self.shard(user_key);
         shard.insert(user_key, seqno, kind, value.as_ref());
-    }
-
-    /// Sorts each few hundred entries by shard (keeping the order of each
-    /// key's entries). Then, for each shard's run of them, 16 at a time, it
-    /// looks their keys up side by side under the shard's read lock and
-    /// inserts them one by one under its write lock, as
-    /// [`ArtMemtable`](super::ArtMemtable) does with the whole batch. A
-    /// shard gets a sixteenth of a batch, so a batch of 64 overlaps four
-    /// lookups at a time, not 16: its inserts were 14–23% faster than one
-    /// by one (3 M entries, 64 a batch, a scratch program), where
-    /// `ArtMemtable`'s gain 60–80%.
-    fn insert_batch(&self, entries: &[EntryRef<'_>]) {
-        let n = self.shards.len();
-        let mut by_shard: Vec<(usize, usize)> = Vec::with_capacity(entries.len().min(LANES * n));
-        for chunk in entries.chunks(LANES * n) {
-            by_shard.clear();
-            by_shard.extend((chunk.iter().enumerate()).map(|(i, e)| (shard_of(e.user_key, n), i)));
-            // By shard, then by position: a key's entries stay in order.
-            by_shard.sort_unstable();
-            for run in by_shard.chunk_by(|a, b| a.0 == b.0) {
-                let shard = &self.shards[run[0].0];
-                for lanes in run.chunks(LANES) {
-                    let alongside = (self.approximate_memory_usage())
-                        .saturating_sub(shard.memory.load(Ordering::Relaxed));
-                    (shard.tables.read().unwrap_or_else(PoisonError::into_inner)).prefetch_paths(
-                        lanes.len(),
-                        |i| chunk[lanes[i].1].user_key,
-                        alongside,
-                    );
-                    for &(_, i) in lanes {
-                        let e = &chunk[i];
-                        shard.insert(e.user_key, e.seqno, e.kind, e.value);
-                    }
-                }
-            }
-        }
     }
 
     fn freeze(self) -> FrozenShardedArtMemtable {
