@@ -8,7 +8,7 @@
 //! | [`FastArt<V>`] | a mutable adaptive radix tree in a slab arena | a mutable ordered map smaller than its own keys, with faster inserts and lookups than `BTreeMap` (and ordered walks as fast once compacted) |
 //! | [`FrozenLayer<V>`] | an immutable map: keys in an [`fst`](https://docs.rs/fst), values in a packed column | a dictionary built once, saved, and memory-mapped in milliseconds |
 //! | [`HybridMap<V>`] | a `FastArt` delta over a `FrozenLayer` base, merged in the background | a mutable map at near-frozen memory, shared between threads |
-//! | [`memtable`] | a [`Memtable`] trait with skip-list, radix-tree and sorted-vector implementations | the memtable of an LSM engine |
+//! | [`memtable`] | a [`Memtable`] trait with skip-list, radix-tree (one lock, or sharded) and sorted-vector implementations | the memtable of an LSM engine |
 //!
 //! On the 7.3 million file paths of Debian's archive (63.5 bytes each on
 //! average), a `FastArt<u64>` holds keys and values in about 35 bytes per key,

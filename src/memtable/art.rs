@@ -90,7 +90,10 @@
 //! from run to run. One lock between two busy threads gives about 2 M
 //! operations a second here, however split.
 //! Lifting this needs a concurrent tree (optimistic lock coupling inside
-//! `FastArt`), not a better lock around it.
+//! `FastArt`), not a better lock around it, or more locks:
+//! [`ShardedArtMemtable`](super::ShardedArtMemtable) splits these tables
+//! into shards by a hash of the key, each behind its own lock, and pays for
+//! it in ordered reads, which merge the shards.
 
 use std::fmt;
 use std::ops::{Bound, RangeBounds};
@@ -328,8 +331,9 @@ impl Tables {
 /// either the readers or the writer get well under a lock-free skip list's
 /// rate (one writer and one reader, the harness's `1W+1R` columns; which
 /// side pays changes from run to run), though a lookup alone is several
-/// times faster. See the [module docs](crate::memtable) for the
-/// interface.
+/// times faster. [`ShardedArtMemtable`](super::ShardedArtMemtable) keeps
+/// writers and readers on different shards' locks instead. See the [module
+/// docs](crate::memtable) for the interface.
 ///
 /// [`approximate_memory_usage`](MemtableRead::approximate_memory_usage) is the
 /// tree's [`FastArt::memory_usage`] plus the arena's chunks: exactly the heap

@@ -97,6 +97,23 @@
 //! out while another reads, where they share a lock: which of the two
 //! loses changes from run to run (here the writer, in sequential order;
 //! see [`ArtMemtable`]).
+//!
+//! [`ShardedArtMemtable`] puts the same tables in 16 shards, a lock each.
+//! At 3 M entries (medians of three runs, 2026-11-30,
+//! `harness/results/memtable-3000000-sharded-1130.md`), one writer beside
+//! one reader, ratios to the skip list in the same runs:
+//!
+//! | 3 M entries | bytes/entry | flush iteration/s | lookups/s | 1 writer + 1 reader: writes/s, reads/s |
+//! |---|--:|--:|--:|--:|
+//! | random order: ART | 142.6 (0.67×) | 8.19 M (2.11×) | 2.17 M (7.88×) | 1.09 M (2.89×), 0.43 M (1.06×) |
+//! | random order: sharded ART | 157.2 (0.74×) | 6.16 M (1.59×) | 1.80 M (6.55×) | 2.27 M (6.00×), 1.24 M (3.01×) |
+//! | sequential: ART | 141.9 (0.67×) | 23.9 M (1.41×) | 2.12 M (5.02×) | 1.60 M (0.48×), 0.81 M (1.37×) |
+//! | sequential: sharded ART | 151.7 (0.71×) | 11.1 M (0.65×) | 1.78 M (4.22×) | 4.92 M (1.47×), 1.13 M (1.91×) |
+//!
+//! Neither side of the sharded memtable falls under the lock-free skip
+//! list's rate; its ordered reads merge the 16 shards, which costs a
+//! quarter of the flush rate in random order and more than half in
+//! sequential order.
 
 mod arena;
 mod art;
