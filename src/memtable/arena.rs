@@ -62,6 +62,12 @@ impl Arena {
         }
     }
 
+    /// Bytes the first chunk holds (or will).
+    #[cfg(test)]
+    pub(crate) fn first_chunk(&self) -> usize {
+        self.first_chunk
+    }
+
     /// Copies `parts`, concatenated, into the arena as one record.
     ///
     /// # Panics

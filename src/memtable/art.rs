@@ -201,6 +201,12 @@ impl Tables {
         }
     }
 
+    /// The value arena.
+    #[cfg(test)]
+    pub(super) fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
     /// Internal entries (versions).
     pub(super) fn len(&self) -> usize {
         self.len

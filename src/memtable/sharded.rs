@@ -254,7 +254,8 @@ impl Memtable for ShardedArtMemtable {
                     .unwrap_or_else(PoisonError::into_inner)
             })
             .collect();
-        // The frozen shards are `Tables`, not 128-byte `Shard`s.
+        // The frozen shards are `Tables` (376 bytes on x86-64), not
+        // 512-byte `Shard`s.
         let memory = memory - shards.len() * std::mem::size_of::<Shard>()
             + std::mem::size_of_val::<[Tables]>(&shards);
         FrozenShardedArtMemtable {
@@ -539,6 +540,39 @@ mod tests {
                 "{shards} shards: {counts:?}"
             );
         }
+    }
+
+    /// The shards' first arena chunks add up to one memtable's.
+    #[test]
+    fn first_chunks_share_one_memtables_size() {
+        for (shards, first) in [
+            (1, FIRST_CHUNK),
+            (3, FIRST_CHUNK / 3),
+            (16, FIRST_CHUNK / 16),
+        ] {
+            let mem = ShardedArtMemtable::with_shards(shards);
+            for s in mem.shards.iter() {
+                let t = s.tables.read().unwrap();
+                assert_eq!(t.arena().first_chunk(), first, "{shards} shards");
+            }
+        }
+    }
+
+    /// The heap's key prefixes order as their keys do, but for keys equal
+    /// in their first eight bytes once padded with zeros, which the heap
+    /// then compares whole.
+    #[test]
+    fn key_prefixes_order_as_keys() {
+        let keys: [&[u8]; 7] = [b"", b"\0", b"a", b"a\0\x01", b"ab", b"abcdefgh", b"b"];
+        for pair in keys.windows(2) {
+            let (a, b) = (key_prefix(pair[0]), key_prefix(pair[1]));
+            assert!(a <= b, "{pair:?}");
+        }
+        assert!(key_prefix(b"a") < key_prefix(b"b"));
+        assert!(key_prefix(b"abcdefg\xff") < key_prefix(b"abcdefh"));
+        assert_eq!(key_prefix(b"a"), key_prefix(b"a\0"));
+        assert_eq!(key_prefix(b"abcdefgh1"), key_prefix(b"abcdefgh2"));
+        assert_eq!(key_prefix(b"\xff\xff\xff\xff\xff\xff\xff\xff"), u64::MAX);
     }
 
     #[test]
