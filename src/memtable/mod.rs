@@ -69,7 +69,8 @@
 //! # Value storage
 //! `ArtMemtable` and `VecMemtable` copy each entry's bytes into an append-only
 //! arena of large chunks, so an entry costs no allocation of its own. Both
-//! keep the arena behind the lock they need anyway. `SkipListMemtable` is
+//! keep the arena behind the lock they need anyway (`ShardedArtMemtable`
+//! one arena per shard, behind the shard's lock). `SkipListMemtable` is
 //! lock-free, and an arena shared by lock-free writers would need `unsafe`
 //! code; instead it keeps each entry's key and value together in *one* boxed
 //! slice (one allocation per entry besides the skip-list node: fewer than the
@@ -333,8 +334,9 @@ pub trait MemtableRead: Send + Sync {
     /// most `snapshot`, and passes the answer to `f` with the value borrowed
     /// (no allocation).
     ///
-    /// `f` may run with the memtable's read lock held ([`ArtMemtable`] and
-    /// [`VecMemtable`] lend the value from under it), so it must not call
+    /// `f` may run with the memtable's read lock held ([`ArtMemtable`],
+    /// [`ShardedArtMemtable`] (a shard's) and [`VecMemtable`] lend the value
+    /// from under it), so it must not call
     /// the same memtable: a write from `f` waits for the lock forever, and
     /// so may a read, behind a writer that waits for this one. Copy what
     /// `f` needs out (or use [`get`](Self::get)) and call afterwards.
@@ -452,8 +454,9 @@ pub trait Memtable: MemtableRead + Default {
     ///
     /// # Panics
     /// If `seqno` is above [`MAX_SEQNO`], or the key or value is 4 GiB or
-    /// longer ([`ArtMemtable`]: a value of 4 GiB − 21 bytes or longer, as
-    /// its records also hold a header and a link), before anything changes.
+    /// longer ([`ArtMemtable`] and [`ShardedArtMemtable`]: a value of
+    /// 4 GiB − 21 bytes or longer, as their records also hold a header and
+    /// a link), before anything changes.
     fn insert(
         &self,
         user_key: impl AsRef<[u8]>,
