@@ -13,7 +13,8 @@
 //! 2. A record never straddles two chunks: a record longer than the room
 //!    left starts a new chunk, sized for it when it is larger than
 //!    [`MAX_CHUNK`].
-//! 3. Chunk sizes double from [`FIRST_CHUNK`] to [`MAX_CHUNK`], so a small
+//! 3. Chunk sizes double from the first chunk's ([`FIRST_CHUNK`], or less
+//!    for the arenas of a sharded memtable) to [`MAX_CHUNK`], so a small
 //!    memtable holds kilobytes, and a large one wastes at most the tail of its
 //!    last chunk plus the few bytes at the end of each full chunk that did not
 //!    fit the next record.
