@@ -1,7 +1,7 @@
-//! Full scans of active memtables: `ArtMemtable` against `SkipListMemtable`,
-//! both filled with the same entries in one process and scanned in
-//! alternating rounds, so the ratio is not swayed by this machine's drift
-//! from one process to the next.
+//! Full scans of active memtables: `ArtMemtable` and `ShardedArtMemtable`
+//! against `SkipListMemtable`, all filled with the same entries in one
+//! process and scanned in alternating rounds, so the ratios are not swayed
+//! by this machine's drift from one process to the next.
 //!
 //! ```sh
 //! cargo run --release -p memkv-bench --example memtable_scan                      # 600 k entries, random order
@@ -25,7 +25,8 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use memkv::memtable::{
-    ArtMemtable, EntryCursor, MAX_SEQNO, Memtable, MemtableRead, SkipListMemtable, ValueKind,
+    ArtMemtable, EntryCursor, MAX_SEQNO, Memtable, MemtableRead, ShardedArtMemtable,
+    SkipListMemtable, ValueKind,
 };
 
 /// The order the entries are inserted in.
@@ -126,10 +127,12 @@ fn main() {
     let n = usize::try_from(args.keys).expect("a key count that fits in memory");
     let keys = keys(n, args.order);
     let art = ArtMemtable::default();
+    let sharded = ShardedArtMemtable::default();
     let skip_list = SkipListMemtable::default();
     for (i, key) in keys.iter().enumerate() {
         let seqno = i as u64 + 1;
         art.insert(key, seqno, ValueKind::Value, value(seqno));
+        sharded.insert(key, seqno, ValueKind::Value, value(seqno));
         skip_list.insert(key, seqno, ValueKind::Value, value(seqno));
     }
     // Duplicate random keys keep their newest version first, then the
@@ -149,6 +152,11 @@ fn main() {
     // its count and digest.
     assert_eq!(check(&art, &expected), 0, "ArtMemtable scanned wrong");
     assert_eq!(
+        check(&sharded, &expected),
+        0,
+        "ShardedArtMemtable scanned wrong"
+    );
+    assert_eq!(
         check(&skip_list, &expected),
         0,
         "SkipListMemtable scanned wrong"
@@ -163,22 +171,31 @@ fn main() {
         assert_eq!(got, (expected.len(), want), "a scan read other entries");
         expected.len() as f64 / seconds
     };
-    let mut ratios = Vec::new();
+    let (mut art_ratios, mut sharded_ratios) = (Vec::new(), Vec::new());
     for round in 0..args.rounds {
         let art_rate = rate(&|| scan(&art));
+        let sharded_rate = rate(&|| scan(&sharded));
         let skip_list_rate = rate(&|| scan(&skip_list));
-        ratios.push(art_rate / skip_list_rate);
+        art_ratios.push(art_rate / skip_list_rate);
+        sharded_ratios.push(sharded_rate / skip_list_rate);
         println!(
-            "round {round}: art {:.2} M entries/s, skip list {:.2} M: art/skip list {:.2}",
+            "round {round}: art {:.2} M entries/s, sharded {:.2} M, skip list {:.2} M: \
+             art/skip list {:.2}, sharded/skip list {:.2}",
             art_rate / 1e6,
+            sharded_rate / 1e6,
             skip_list_rate / 1e6,
-            art_rate / skip_list_rate
+            art_rate / skip_list_rate,
+            sharded_rate / skip_list_rate
         );
     }
-    ratios.sort_by(f64::total_cmp);
+    let median = |mut ratios: Vec<f64>| {
+        ratios.sort_by(f64::total_cmp);
+        ratios[ratios.len() / 2]
+    };
     println!(
-        "median art/skip list: {:.2} ({} entries a scan, every one checked)",
-        ratios[ratios.len() / 2],
+        "medians: art/skip list {:.2}, sharded/skip list {:.2} ({} entries a scan, every one checked)",
+        median(art_ratios),
+        median(sharded_ratios),
         expected.len()
     );
 }

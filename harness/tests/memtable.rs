@@ -35,6 +35,7 @@ fn every_memtable_and_order_gets_a_checked_record() {
         "### random order",
         "### sequential order",
         "| memtable-art |",
+        "| memtable-art-sharded |",
         "targets, memtable-art vs memtable-skiplist: load",
         "verdict: every answer was right",
     ] {
@@ -42,7 +43,7 @@ fn every_memtable_and_order_gets_a_checked_record() {
     }
     let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let records = json.as_array().unwrap();
-    assert_eq!(records.len(), 6, "3 memtables × 2 orders");
+    assert_eq!(records.len(), 8, "4 memtables × 2 orders");
     for r in records {
         let name = r["structure"].as_str().unwrap();
         assert!(r["error"].is_null(), "{name}: {}", r["error"]);
@@ -79,7 +80,7 @@ fn every_memtable_and_order_gets_a_checked_record() {
         .iter()
         .map(|r| r["order"].as_str().unwrap())
         .collect();
-    assert_eq!(orders.iter().filter(|o| **o == "random").count(), 3);
+    assert_eq!(orders.iter().filter(|o| **o == "random").count(), 4);
 }
 
 #[test]
@@ -105,7 +106,12 @@ fn one_order_and_a_subset() {
 #[test]
 fn list_and_argument_errors() {
     let list = text(&bench(&["--memtable", "--list"]).stdout);
-    for name in ["memtable-skiplist", "memtable-art", "memtable-vec"] {
+    for name in [
+        "memtable-skiplist",
+        "memtable-art",
+        "memtable-art-sharded",
+        "memtable-vec",
+    ] {
         assert!(list.contains(name), "{list}");
     }
     let out = bench(&["--memtable", "--structures", "memtable-nope"]);
