@@ -428,20 +428,22 @@ impl Walk for FrozenArtCursor<'_> {
 struct Merge<W> {
     walks: Vec<W>,
     /// The walks not ended, as a min-heap by key: each with its next key's
-    /// first eight bytes (big-endian, zero-padded), which decide most
+    /// first sixteen bytes (big-endian, zero-padded), which decide most
     /// comparisons without reading the keys.
-    heap: Vec<(u64, usize)>,
+    heap: Vec<(u128, usize)>,
     started: bool,
 }
 
-/// The first eight bytes of `key` as a number that orders as they do; keys
-/// with equal prefixes (such as `a` and `a\0`) need their bytes compared.
+/// The first sixteen bytes of `key` as a number that orders as they do
+/// (sixteen, not eight: keys often open with a table or tenant id and
+/// zeros); keys with equal prefixes (such as `a` and `a\0`) need their
+/// bytes compared.
 #[inline]
-fn key_prefix(key: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    let n = key.len().min(8);
+fn key_prefix(key: &[u8]) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = key.len().min(16);
     bytes[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(bytes)
+    u128::from_be_bytes(bytes)
 }
 
 impl<W: Walk> Merge<W> {
@@ -461,7 +463,7 @@ impl<W: Walk> Merge<W> {
 
     /// Whether heap entry `a` sorts before heap entry `b`.
     #[inline]
-    fn less(&self, a: (u64, usize), b: (u64, usize)) -> bool {
+    fn less(&self, a: (u128, usize), b: (u128, usize)) -> bool {
         match a.0.cmp(&b.0) {
             KeyOrder::Equal => self.key(a.1) < self.key(b.1),
             order => order == KeyOrder::Less,
@@ -559,20 +561,33 @@ mod tests {
     }
 
     /// The heap's key prefixes order as their keys do, but for keys equal
-    /// in their first eight bytes once padded with zeros, which the heap
+    /// in their first sixteen bytes once padded with zeros, which the heap
     /// then compares whole.
     #[test]
     fn key_prefixes_order_as_keys() {
-        let keys: [&[u8]; 7] = [b"", b"\0", b"a", b"a\0\x01", b"ab", b"abcdefgh", b"b"];
+        let keys: [&[u8]; 8] = [
+            b"",
+            b"\0",
+            b"a",
+            b"a\0\x01",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefgh\0\0\0\0\0\0\0\x01",
+            b"b",
+        ];
         for pair in keys.windows(2) {
             let (a, b) = (key_prefix(pair[0]), key_prefix(pair[1]));
             assert!(a <= b, "{pair:?}");
         }
         assert!(key_prefix(b"a") < key_prefix(b"b"));
         assert!(key_prefix(b"abcdefg\xff") < key_prefix(b"abcdefh"));
+        assert!(key_prefix(b"abcdefgh1") < key_prefix(b"abcdefgh2"));
         assert_eq!(key_prefix(b"a"), key_prefix(b"a\0"));
-        assert_eq!(key_prefix(b"abcdefgh1"), key_prefix(b"abcdefgh2"));
-        assert_eq!(key_prefix(b"\xff\xff\xff\xff\xff\xff\xff\xff"), u64::MAX);
+        assert_eq!(
+            key_prefix(b"0123456789abcdef1"),
+            key_prefix(b"0123456789abcdef2")
+        );
+        assert_eq!(key_prefix(&[0xff; 16]), u128::MAX);
     }
 
     #[test]
