@@ -209,7 +209,6 @@ impl MemtableRead for ShardedArtMemtable {
             memtable: self,
             shard,
             batches: Batches::new(range.clone(), snapshot, FIRST_BATCH),
-            started: false,
         });
         ShardedArtCursor {
             merge: Merge::new(walks.collect()),
@@ -386,16 +385,14 @@ struct ShardWalk<'a> {
     memtable: &'a ShardedArtMemtable,
     shard: &'a Shard,
     batches: Batches,
-    started: bool,
 }
 
 impl Walk for ShardWalk<'_> {
     #[inline]
     fn step(&mut self) {
-        if self.started {
-            self.batches.buf().skip();
-        }
-        self.started = true;
+        // Before the first step the buffer is empty, and skipping in it
+        // does nothing.
+        self.batches.buf().skip();
         if self.batches.buf().is_drained() {
             // The other shards' trees and arenas, as last published.
             let alongside = (self.memtable.approximate_memory_usage())
