@@ -361,8 +361,31 @@ pub struct ArtMemtable {
 }
 
 impl ArtMemtable {
+    /// An empty memtable whose arena's first chunk holds `bytes` (the
+    /// shards of a [`ShardedArtMemtable`](super::ShardedArtMemtable) are
+    /// such memtables, with smaller first chunks).
+    pub(super) fn with_first_chunk(bytes: usize) -> Self {
+        ArtMemtable {
+            tables: RwLock::new(Tables::with_first_chunk(bytes)),
+            len: AtomicUsize::new(0),
+            memory: AtomicUsize::new(0),
+        }
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Tables> {
         self.tables.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The tables behind the lock, for cursors over them.
+    pub(super) fn tables(&self) -> &RwLock<Tables> {
+        &self.tables
+    }
+
+    /// The tables, out of the lock.
+    pub(super) fn into_tables(self) -> Tables {
+        self.tables
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -430,10 +453,7 @@ impl Memtable for ArtMemtable {
     }
 
     fn freeze(self) -> FrozenArtMemtable {
-        let tables = self
-            .tables
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
+        let tables = self.into_tables();
         let memory = tables.memory_usage();
         FrozenArtMemtable { tables, memory }
     }

@@ -35,14 +35,10 @@ use std::cmp::Ordering as KeyOrder;
 use std::fmt;
 use std::hash::BuildHasher;
 use std::ops::RangeBounds;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{PoisonError, RwLock};
 
 use super::arena::FIRST_CHUNK;
-use super::art::{Batches, FrozenArtCursor, Tables};
-use super::{
-    EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, OwnedRange, ValueKind, check_seqno,
-};
+use super::art::{ArtMemtable, Batches, FrozenArtCursor, Tables};
+use super::{EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, OwnedRange, ValueKind};
 
 /// Entries a cursor copies out of each shard in its first batch; later
 /// batches double, as the scan proves long. A short range then copies
@@ -60,26 +56,13 @@ fn shard_of(key: &[u8], shards: usize) -> usize {
     ((u128::from(hash) * shards as u128) >> 64) as usize
 }
 
-/// One shard: its tables and the figures read without its lock. Aligned to
-/// 128 bytes (two cache lines, as the adjacent-line prefetcher fetches them)
-/// so that no two shards' locks share a line.
+/// One shard: an [`ArtMemtable`] (its tables behind its lock, and the
+/// figures read without it), aligned to 128 bytes (two cache lines, as the
+/// adjacent-line prefetcher fetches them) so that no two shards' locks
+/// share a line.
 #[derive(Debug)]
 #[repr(align(128))]
-struct Shard {
-    tables: RwLock<Tables>,
-    len: AtomicUsize,
-    memory: AtomicUsize,
-}
-
-impl Shard {
-    fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) {
-        check_seqno(seqno);
-        let mut t = self.tables.write().unwrap_or_else(PoisonError::into_inner);
-        t.insert(user_key, seqno, kind, value);
-        self.len.store(t.len(), Ordering::Relaxed);
-        self.memory.store(t.memory_usage(), Ordering::Relaxed);
-    }
-}
+struct Shard(ArtMemtable);
 
 /// An LSM memtable on [`FastArt`](crate::FastArt), like
 /// [`ArtMemtable`](super::ArtMemtable), split into shards by a hash of the
@@ -144,13 +127,10 @@ impl ShardedArtMemtable {
         // The shards' first arena chunks together hold what one memtable's
         // would (4 KiB), so a small memtable does not hold `n` times more.
         let first_chunk = FIRST_CHUNK / n;
-        let shard = || Shard {
-            tables: RwLock::new(Tables::with_first_chunk(first_chunk)),
-            len: AtomicUsize::new(0),
-            memory: AtomicUsize::new(0),
-        };
         ShardedArtMemtable {
-            shards: (0..n).map(|_| shard()).collect(),
+            shards: (0..n)
+                .map(|_| Shard(ArtMemtable::with_first_chunk(first_chunk)))
+                .collect(),
         }
     }
 
@@ -199,8 +179,7 @@ impl MemtableRead for ShardedArtMemtable {
         f: impl FnOnce(Lookup<&[u8]>) -> R,
     ) -> R {
         let user_key = user_key.as_ref();
-        let t = (self.shard(user_key).tables.read()).unwrap_or_else(PoisonError::into_inner);
-        f(t.get(user_key, snapshot))
+        self.shard(user_key).0.get_with(user_key, snapshot, f)
     }
 
     fn range<'a>(&'a self, range: impl RangeBounds<[u8]>, snapshot: u64) -> ShardedArtCursor<'a> {
@@ -216,14 +195,12 @@ impl MemtableRead for ShardedArtMemtable {
     }
 
     fn len(&self) -> usize {
-        (self.shards.iter())
-            .map(|s| s.len.load(Ordering::Relaxed))
-            .sum()
+        (self.shards.iter()).map(|s| s.0.len()).sum()
     }
 
     fn approximate_memory_usage(&self) -> usize {
         let held: usize = (self.shards.iter())
-            .map(|s| s.memory.load(Ordering::Relaxed))
+            .map(|s| s.0.approximate_memory_usage())
             .sum();
         held + self.shards_bytes()
     }
@@ -240,27 +217,18 @@ impl Memtable for ShardedArtMemtable {
         value: impl AsRef<[u8]>,
     ) {
         let user_key = user_key.as_ref();
-        let shard = self.shard(user_key);
-        shard.insert(user_key, seqno, kind, value.as_ref());
+        self.shard(user_key).0.insert(user_key, seqno, kind, value);
     }
 
     fn freeze(self) -> FrozenShardedArtMemtable {
-        let memory = self.approximate_memory_usage();
         let shards: Box<[Tables]> = (self.shards.into_vec().into_iter())
-            .map(|s| {
-                s.tables
-                    .into_inner()
-                    .unwrap_or_else(PoisonError::into_inner)
-            })
+            .map(|s| s.0.into_tables())
             .collect();
-        // The frozen shards are `Tables` (376 bytes on x86-64), not
-        // 512-byte `Shard`s.
-        let memory = memory - shards.len() * std::mem::size_of::<Shard>()
-            + std::mem::size_of_val::<[Tables]>(&shards);
         FrozenShardedArtMemtable {
             len: shards.iter().map(Tables::len).sum(),
+            memory: shards.iter().map(Tables::memory_usage).sum::<usize>()
+                + std::mem::size_of_val::<[Tables]>(&shards),
             shards,
-            memory,
         }
     }
 }
@@ -396,8 +364,8 @@ impl Walk for ShardWalk<'_> {
         if self.batches.buf().is_drained() {
             // The other shards' trees and arenas, as last published.
             let alongside = (self.memtable.approximate_memory_usage())
-                .saturating_sub(self.shard.memory.load(Ordering::Relaxed));
-            self.batches.refill(&self.shard.tables, alongside);
+                .saturating_sub(self.shard.0.approximate_memory_usage());
+            self.batches.refill(self.shard.0.tables(), alongside);
         }
     }
 
@@ -551,7 +519,7 @@ mod tests {
         ] {
             let mem = ShardedArtMemtable::with_shards(shards);
             for s in mem.shards.iter() {
-                let t = s.tables.read().unwrap();
+                let t = s.0.tables().read().unwrap();
                 assert_eq!(t.arena().first_chunk(), first, "{shards} shards");
             }
         }
