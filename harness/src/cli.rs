@@ -49,7 +49,8 @@ pub(crate) struct Cli {
     #[arg(long, conflicts_with_all = ["dataset", "sample", "synthetic", "limit", "keep_cr"])]
     pub(crate) memtable: bool,
 
-    /// With --memtable: the insert order (default: both, one table each).
+    /// With --memtable: the insert order (default: random and sequential,
+    /// one table each; counter only when asked).
     #[arg(long, value_name = "ORDER", requires = "memtable")]
     pub(crate) order: Option<Order>,
 

@@ -187,6 +187,21 @@ impl Keys {
         out
     }
 
+    /// `n` sixteen-byte counter keys of table `table`: its id (big-endian),
+    /// four zero bytes, then 0, 1, 2, … big-endian, so each sorts after the
+    /// one before.
+    pub(crate) fn counters(n: usize, table: u32) -> Keys {
+        let mut out = Keys::with_capacity(n * 16);
+        out.offsets.reserve(n);
+        let mut key = [0u8; 16];
+        key[..4].copy_from_slice(&table.to_be_bytes());
+        for i in 0..n as u64 {
+            key[8..].copy_from_slice(&i.to_be_bytes());
+            out.push(&key);
+        }
+        out
+    }
+
     /// Key `i`.
     #[inline]
     pub(crate) fn get(&self, i: usize) -> &[u8] {
@@ -656,6 +671,20 @@ mod tests {
         assert_eq!(d.len(), 100_000);
         assert_eq!(d.report.duplicates, 0);
         assert_eq!(d.report.blank, 0);
+    }
+
+    #[test]
+    fn counter_keys_count_up_in_one_table() {
+        let keys = Keys::counters(300, 7);
+        assert_eq!(keys.len(), 300);
+        assert_eq!(keys.total_bytes(), 300 * 16);
+        assert_eq!(
+            keys.get(0),
+            [0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
+        assert_eq!(keys.get(257)[8..], 257u64.to_be_bytes());
+        assert!((1..300).all(|i| keys.get(i - 1) < keys.get(i)));
+        assert!((0..300).all(|i| keys.get(i)[..8] == [0, 0, 0, 7, 0, 0, 0, 0]));
     }
 
     #[test]

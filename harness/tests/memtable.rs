@@ -103,6 +103,43 @@ fn one_order_and_a_subset() {
     assert!(!stdout.contains("| memtable-skiplist |"));
 }
 
+/// Counter keys go through every phase, checked, in every memtable.
+#[test]
+fn counter_order_is_checked_in_every_memtable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("counter.json");
+    let out = bench(&[
+        "--memtable",
+        "--keys",
+        "2000",
+        "--runs",
+        "1",
+        "--order",
+        "counter",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("### counter order"), "{stdout}");
+    assert!(stdout.contains("Keys: not the `lsm` keys but counters"));
+    assert!(!stdout.contains("### sequential order"));
+    assert!(
+        stdout.contains("verdict: every answer was right"),
+        "{stdout}"
+    );
+    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let records = json.as_array().unwrap();
+    assert_eq!(records.len(), 4);
+    for r in records {
+        let name = r["structure"].as_str().unwrap();
+        assert_eq!(r["order"], "counter", "{name}");
+        assert_eq!(r["all_correct"], true, "{name}");
+        assert_eq!(r["flush_iter_keys"], 2000, "{name}");
+        assert_eq!(r["flush_iter_mismatches"], 0, "{name}");
+    }
+}
+
 #[test]
 fn list_and_argument_errors() {
     let list = text(&bench(&["--memtable", "--list"]).stdout);

@@ -37,6 +37,10 @@ pub(crate) enum Order {
     Random,
     /// Sorted: each key greater than the one before.
     Sequential,
+    /// Counter keys, sorted: table 1's ids 0, 1, 2, … (16 bytes: the table
+    /// id, four zero bytes, the big-endian id), as an auto-increment id or a
+    /// timestamp makes them. Not in the default run.
+    Counter,
 }
 
 impl Order {
@@ -45,6 +49,7 @@ impl Order {
         match self {
             Order::Random => "random",
             Order::Sequential => "sequential",
+            Order::Counter => "counter",
         }
     }
 }

@@ -16,7 +16,7 @@ pub(crate) struct MemtableRecord {
     pub(crate) structure: String,
     /// Entries written.
     pub(crate) keys: u64,
-    /// Insert order: "random" or "sequential".
+    /// Insert order: "random", "sequential" or "counter".
     pub(crate) order: String,
     /// Puts per second through the write path (freezes, stalls and the
     /// flusher's competition for the CPU included).

@@ -39,6 +39,8 @@ use crate::rng::{SEED_LOOKUP, SplitMix64};
 
 /// Wrong results described per record.
 const MAX_FAILURES: usize = 3;
+/// The table id of the `counter` order's keys.
+const COUNTER_TABLE: u32 = 1;
 /// Keys read back through the write path after a load, at most: every key
 /// of the default 100,000, spread over the rest. A key in the oldest of a
 /// few run files costs a read of each (some microseconds apiece), so three
@@ -84,17 +86,21 @@ pub(crate) struct Workload {
 impl Workload {
     /// The `lsm` synthetic keys (16 bytes: a 4-byte table id out of 16, then
     /// 12 random bytes) with their 100-byte values, inserted in generation
-    /// order (`random`) or sorted (`sequential`).
+    /// order (`random`) or sorted (`sequential`); or, for `counter`, the
+    /// same values under counter keys of one table, in order.
     pub(crate) fn new(dataset: Dataset, order: Order) -> Self {
         let n = dataset.len();
         let ds_keys = &dataset.keys;
         let mut by_key: Vec<u32> = (0..n as u32).collect();
         by_key.sort_unstable_by(|&a, &b| ds_keys.get(a as usize).cmp(ds_keys.get(b as usize)));
         let insert: Vec<u32> = match order {
-            Order::Random => (0..n as u32).collect(),
+            Order::Random | Order::Counter => (0..n as u32).collect(),
             Order::Sequential => by_key.clone(),
         };
-        let keys = ds_keys.gather(&insert);
+        let keys = match order {
+            Order::Counter => Keys::counters(n, COUNTER_TABLE),
+            _ => ds_keys.gather(&insert),
+        };
         let mut values = vec![0u8; n * LSM_VALUE_LEN];
         let mut buf = [0u8; LSM_VALUE_LEN];
         for (&d, chunk) in insert.iter().zip(values.chunks_exact_mut(LSM_VALUE_LEN)) {
@@ -103,7 +109,7 @@ impl Workload {
         }
         let sorted = match order {
             Order::Random => by_key,
-            Order::Sequential => (0..n as u32).collect(),
+            Order::Sequential | Order::Counter => (0..n as u32).collect(),
         };
         let mut lookup: Vec<u32> = (0..n as u32).collect();
         SplitMix64::new(SEED_LOOKUP).shuffle(&mut lookup);
