@@ -45,14 +45,23 @@ use super::{EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, OwnedRange, V
 /// `n × 16` entries, not `n` full batches.
 const FIRST_BATCH: usize = 16;
 
-/// Which of `shards` holds `key`: a fixed hash, the same for a memtable
-/// and its frozen form, mapped onto `0..shards` by a multiply (no modulo).
+/// Which of `shards` holds `key`: a fixed hash of all of the key but its
+/// last byte, the same for a memtable and its frozen form, mapped onto
+/// `0..shards` by a multiply (no modulo).
+///
+/// Leaving the last byte out keeps keys that differ only there together:
+/// runs of counter keys (big-endian ids, timestamps) then fill one shard's
+/// 256-way node instead of sixteen shards' 16-way ones, and a walk takes
+/// them from one shard in a row: 3 M counter keys load 1.6× and flush 2×
+/// faster so, in 9% less memory. Random keys see no difference (DESIGN,
+/// "The sharded memtable").
 #[inline]
 fn shard_of(key: &[u8], shards: usize) -> usize {
     if shards == 1 {
         return 0;
     }
-    let hash = foldhash::fast::FixedState::with_seed(0x6d65_6d6b_765f_7368).hash_one(key);
+    let head = &key[..key.len().saturating_sub(1)];
+    let hash = foldhash::fast::FixedState::with_seed(0x6d65_6d6b_765f_7368).hash_one(head);
     ((u128::from(hash) * shards as u128) >> 64) as usize
 }
 
@@ -75,8 +84,10 @@ struct Shard(ArtMemtable);
 /// (and the flush) merges the shards: it seeks in each of the `n` trees and
 /// keeps a heap of their next keys, so a short range costs about `n` seeks
 /// (see the [module docs](crate::memtable) for measurements).
-/// The hash is fixed, so keys chosen to collide only put the memtable back
-/// to one lock's speed.
+/// The hash leaves out a key's last byte, so keys that differ only there
+/// share a shard: runs of counter keys (big-endian ids, timestamps) stay
+/// dense in one tree. The hash is fixed, so keys chosen to collide only put
+/// the memtable back to one lock's speed.
 ///
 /// Write batches are inserted one by one: a batch spreads over the shards,
 /// and looking each shard's few keys up side by side first, as
@@ -493,7 +504,10 @@ mod tests {
 
     #[test]
     fn keys_spread_over_every_shard_and_stay_put() {
-        let keys: Vec<Vec<u8>> = (0u32..4000).map(|i| i.to_be_bytes().to_vec()).collect();
+        // The last byte is left out of the hash: the same for every key here.
+        let keys: Vec<Vec<u8>> = (0u32..4000)
+            .map(|i| [&i.to_be_bytes()[..], b"/"].concat())
+            .collect();
         for shards in [1, 2, 3, 16, 100] {
             let mut counts = vec![0usize; shards];
             for k in &keys {
@@ -507,6 +521,25 @@ mod tests {
                 "{shards} shards: {counts:?}"
             );
         }
+    }
+
+    /// Keys that differ only in their last byte share a shard, so a run of
+    /// counter keys fills one shard's node; the runs still spread.
+    #[test]
+    fn keys_differing_only_in_their_last_byte_share_a_shard() {
+        let shards = 16;
+        let mut used = vec![false; shards];
+        for run in 0u64..64 {
+            let first = shard_of(&(run << 8).to_be_bytes(), shards);
+            for low in 1..256 {
+                let key = ((run << 8) | low).to_be_bytes();
+                assert_eq!(shard_of(&key, shards), first, "run {run}, {low}");
+            }
+            used[first] = true;
+        }
+        assert!(used.iter().filter(|&&u| u).count() >= 12, "{used:?}");
+        // One-byte keys and the empty key have nothing else to hash.
+        assert!((0..=255u8).all(|b| shard_of(&[b], shards) == shard_of(b"", shards)));
     }
 
     /// The shards' first arena chunks add up to one memtable's.
