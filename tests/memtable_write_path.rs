@@ -700,3 +700,82 @@ fn a_panicking_freeze_fails_the_write_path_without_a_hang() {
     assert!(put.unwrap_err().contains("freezing a memtable panicked"));
     assert_eq!(immutables, 0);
 }
+
+/// `open_with` makes every memtable, the first one and one per freeze, with
+/// the caller's settings.
+#[test]
+fn open_with_makes_every_memtable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = WritePathOptions::new(dir.path());
+    options.write_buffer_size = 16 << 10;
+    let made = Arc::new(AtomicU32::new(0));
+    let db = {
+        let made = Arc::clone(&made);
+        WritePath::open_with(options, move || {
+            made.fetch_add(1, Ordering::Relaxed);
+            ShardedArtMemtable::with_shards(3)
+        })
+        .unwrap()
+    };
+    assert_eq!(made.load(Ordering::Relaxed), 1);
+    for i in 0..2000u32 {
+        db.put(i.to_le_bytes(), i.to_be_bytes()).unwrap();
+    }
+    let freezes = db.stats().freezes;
+    assert!(freezes > 5, "{freezes} freezes");
+    assert_eq!(u64::from(made.load(Ordering::Relaxed)), freezes + 1);
+    for i in (0..2000u32).step_by(7) {
+        assert_eq!(
+            db.get(i.to_le_bytes()).unwrap(),
+            Some(i.to_be_bytes().to_vec())
+        );
+    }
+    // Three shards take less than sixteen: more entries per memtable.
+    let dir16 = tempfile::tempdir().unwrap();
+    let db16 = open::<ShardedArtMemtable>(dir16.path(), 16 << 10);
+    for i in 0..2000u32 {
+        db16.put(i.to_le_bytes(), i.to_be_bytes()).unwrap();
+    }
+    assert!(db16.stats().freezes > freezes, "{:?}", db16.stats());
+}
+
+/// A panic making the next memtable loses nothing: the full one stays
+/// active and readable, and the panic comes back as the write path's
+/// failure.
+#[test]
+fn a_panicking_memtable_maker_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = WritePathOptions::new(dir.path());
+    options.write_buffer_size = 4 << 10;
+    let made = AtomicU32::new(0);
+    let db = WritePath::open_with(options, move || {
+        assert!(
+            made.fetch_add(1, Ordering::Relaxed) < 1,
+            "no second memtable"
+        );
+        ArtMemtable::default()
+    })
+    .unwrap();
+    let mut written = 0u32;
+    let err = loop {
+        match db.put(written.to_be_bytes(), b"value") {
+            Ok(()) => written += 1,
+            Err(e) => break e,
+        }
+        assert!(written < 100_000, "the memtable never filled");
+    };
+    assert!(
+        err.to_string()
+            .contains("making a memtable panicked: no second memtable"),
+        "{err}"
+    );
+    assert!(db.flush().is_err());
+    let stats = db.stats();
+    assert_eq!((stats.freezes, stats.flushes), (0, 0), "{stats:?}");
+    // The write that filled the memtable landed; the one after it failed.
+    assert_eq!(stats.last_seqno, u64::from(written), "{stats:?}");
+    for i in 0..written {
+        assert_eq!(db.get(i.to_be_bytes()).unwrap(), Some(b"value".to_vec()));
+    }
+    assert_eq!(db.get(written.to_be_bytes()).unwrap(), None);
+}

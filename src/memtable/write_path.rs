@@ -176,6 +176,8 @@ pub struct WritePath<M: Memtable + 'static> {
     sender: Option<SyncSender<Arc<M::Frozen>>>,
     flusher: Option<JoinHandle<()>>,
     options: WritePathOptions,
+    /// Makes each new active memtable.
+    new_memtable: Box<dyn Fn() -> M + Send + Sync>,
 }
 
 impl<M: Memtable + 'static> std::fmt::Debug for WritePath<M> {
@@ -212,6 +214,43 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn open(options: WritePathOptions) -> io::Result<Self> {
+        Self::open_with(options, M::default)
+    }
+
+    /// [`open`](WritePath::open), with each memtable (the first one and every
+    /// one after a freeze) made by `new_memtable` rather than `M::default()`:
+    /// for a memtable with settings, such as a
+    /// [`ShardedArtMemtable`](super::ShardedArtMemtable) with another count
+    /// of shards.
+    ///
+    /// A panic in `new_memtable` when a memtable is full changes nothing:
+    /// the full memtable stays active and every entry readable. It comes
+    /// back as an error: from [`flush`](WritePath::flush), or, when a write
+    /// filled the memtable, as the write path's failure, which later writes
+    /// return (as after a failed flush).
+    ///
+    /// # Errors
+    /// As [`open`](WritePath::open).
+    ///
+    /// # Panics
+    /// If `max_write_buffer_number` is below 2, or `new_memtable` panics
+    /// making the first memtable.
+    ///
+    /// ```
+    /// use memkv::memtable::{ShardedArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = WritePath::open_with(WritePathOptions::new(dir.path()), || {
+    ///     ShardedArtMemtable::with_shards(64)
+    /// })?;
+    /// db.put(b"k", b"v")?;
+    /// assert_eq!(db.get(b"k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn open_with(
+        options: WritePathOptions,
+        new_memtable: impl Fn() -> M + Send + Sync + 'static,
+    ) -> io::Result<Self> {
         assert!(
             options.max_write_buffer_number >= 2,
             "max_write_buffer_number must be at least 2 (got {})",
@@ -245,7 +284,7 @@ impl<M: Memtable + 'static> WritePath<M> {
         }
         let shared = Arc::new(Shared {
             state: RwLock::new(State {
-                active: M::default(),
+                active: new_memtable(),
                 immutables: Vec::new(),
                 runs: Vec::new(),
             }),
@@ -267,6 +306,7 @@ impl<M: Memtable + 'static> WritePath<M> {
             sender: Some(sender),
             flusher: Some(flusher),
             options,
+            new_memtable: Box::new(new_memtable),
         })
     }
 
@@ -592,6 +632,12 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// waiting while the immutable memtables are at their limit. The caller
     /// holds the writer lock.
     fn switch(&self) -> io::Result<()> {
+        // First, so that a panic in it leaves everything as it was.
+        let fresh =
+            panic::catch_unwind(AssertUnwindSafe(|| (self.new_memtable)())).map_err(|payload| {
+                let message = crate::error::panic_message(payload.as_ref());
+                io::Error::other(format!("making a memtable panicked: {message}"))
+            })?;
         {
             let mut p = self.shared.progress();
             let limit = self.options.max_write_buffer_number - 1;
@@ -617,7 +663,7 @@ impl<M: Memtable + 'static> WritePath<M> {
                 .state
                 .write()
                 .unwrap_or_else(PoisonError::into_inner);
-            let old = std::mem::take(&mut state.active);
+            let old = std::mem::replace(&mut state.active, fresh);
             // `freeze` consumes the memtable: if it panics, the entries are
             // gone. The write path then fails (writes, `flush` and `close`
             // report it) instead of waiting for a flush that will not come.
