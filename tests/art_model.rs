@@ -12,6 +12,8 @@ use proptest::prelude::*;
 mod common;
 #[path = "common/dfa.rs"]
 mod dfa;
+#[path = "common/hints.rs"]
+mod hints;
 #[path = "common/radix_keys.rs"]
 mod radix_keys;
 
@@ -214,11 +216,11 @@ fn collect_checking_hints<I: Iterator>(mut it: I) -> Vec<I::Item> {
         items.push(item);
         hints.push(it.size_hint());
     }
-    for (taken, (least, most)) in hints.into_iter().enumerate() {
+    for (taken, hint) in hints.into_iter().enumerate() {
         let left = items.len() - taken;
         assert!(
-            least <= left && most.is_none_or(|most| most >= left),
-            "size hint ({least}, {most:?}) with {left} left"
+            hints::bounds(hint, left, false),
+            "size hint {hint:?} with {left} left"
         );
     }
     items
@@ -248,8 +250,7 @@ fn check_range(
         .map(|(k, v)| (k.clone(), *v))
         .collect();
     let mut it = map.range::<Vec<u8>, _>((lo.clone(), hi.clone()));
-    let (least, most) = it.size_hint();
-    assert!(least <= want.len() && most.is_none_or(|most| most >= want.len()));
+    assert!(hints::bounds(it.size_hint(), want.len(), false));
     let got = drain_both_ends(
         |back| {
             let e = if back {
@@ -631,8 +632,7 @@ fn apply(map: &mut FastArt<u32>, model: &mut Model, op: &Op) {
         Op::AddToRange(lo, hi, add, sides) => {
             let mut it = map.range_mut::<Vec<u8>, _>((lo.clone(), hi.clone()));
             let n = model.keys().filter(|k| in_range(k, lo, hi)).count();
-            let (least, most) = it.size_hint();
-            assert!(least <= n && most.is_none_or(|most| most >= n));
+            assert!(hints::bounds(it.size_hint(), n, false));
             let mut seen = Vec::new();
             for i in 0.. {
                 let back = !sides.is_empty() && sides[i % sides.len()];

@@ -11,6 +11,9 @@ use memkv::frozen::automaton::Automaton;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 
+#[path = "common/hints.rs"]
+mod hints;
+
 type Model = BTreeMap<Vec<u8>, u64>;
 
 /// Keys over a tiny alphabet including 0x00 and 0xFF: lots of shared
@@ -286,9 +289,7 @@ fn assert_matches_model(layer: &FrozenLayer<u64>, model: &Model, probes: &[Vec<u
             assert_eq!(got, want, "prefixes of {query:?}");
             let mut lent = layer.prefixes_of(&query);
             for (taken, entry) in want.iter().enumerate() {
-                let (least, most) = lent.size_hint();
-                let left = want.len() - taken;
-                assert!(least <= left && most.is_none_or(|most| most >= left));
+                assert!(hints::bounds(lent.size_hint(), want.len() - taken, false));
                 assert!(lent.clone().eq(want[taken..].iter().copied()));
                 assert_eq!(lent.next_encoded(), Some(*entry));
             }
@@ -403,15 +404,13 @@ fn assert_range_matches(
     {
         // The size hint bounds what is left, exactly when nothing bounds the
         // walk (ordinals count it).
-        let (lower, upper) = both.size_hint();
-        let left = expected.len();
+        let (left, hint) = (expected.len(), both.size_hint());
         assert!(
-            lower <= left && upper.is_some_and(|upper| left <= upper),
-            "range {start:?}..{end:?}: {left} left, hint {:?}",
-            (lower, upper)
+            hints::bounds(hint, left, true),
+            "range {start:?}..{end:?}: {left} left, hint {hint:?}"
         );
         if matches!((start, end), (Bound::Unbounded, Bound::Unbounded)) {
-            assert_eq!((lower, upper), (left, Some(left)), "whole layer");
+            assert_eq!(hint, (left, Some(left)), "whole layer");
         }
         let (got, want) = if front {
             (both.next(), expected.pop_front())

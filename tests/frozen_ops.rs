@@ -15,6 +15,8 @@ use proptest::prelude::*;
 #[allow(dead_code)] // `Counting` counts bytes for other tests
 #[path = "common/dfa.rs"]
 mod dfa;
+#[path = "common/hints.rs"]
+mod hints;
 #[path = "common/radix_keys.rs"]
 mod radix_keys;
 
@@ -189,12 +191,11 @@ where
     let lent = lend(&mut op.clone());
     let mut entries = Vec::new();
     loop {
-        let (low, high) = op.size_hint();
         let left = op.clone().count();
-        assert!(low <= left, "size hint {low} above the {left} entries left");
         assert!(
-            high.is_none_or(|high| left <= high),
-            "size hint {high:?} below the {left} entries left"
+            hints::bounds(op.size_hint(), left, false),
+            "size hint {:?} with {left} entries left",
+            op.size_hint()
         );
         match op.next() {
             Some(entry) => entries.push(entry),

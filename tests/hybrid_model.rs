@@ -15,6 +15,8 @@ use proptest::prelude::*;
 mod common;
 #[path = "common/dfa.rs"]
 mod dfa;
+#[path = "common/hints.rs"]
+mod hints;
 
 /// The map's values: `u64`s whose encoding panics while [`FAIL_MERGES`] is
 /// set on the encoding thread. That is how the model makes a merge fail
@@ -250,9 +252,8 @@ fn check_hint(
     left: usize,
     bounded: bool,
 ) -> Result<(), TestCaseError> {
-    let (lower, upper) = hint;
     prop_assert!(
-        lower <= left && upper.map_or(!bounded, |upper| left <= upper),
+        hints::bounds(hint, left, bounded),
         "{} left, hint {:?}",
         left,
         hint
