@@ -37,7 +37,7 @@
 //! verifying a file costs a fraction of reading it.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -276,18 +276,35 @@ pub(crate) enum Storage {
     Mapped(Arc<MappedFile>),
 }
 
-/// A file's read-only mapping, with its path for the errors found in it
-/// later (by `verify`).
+/// A file's bytes, with its path for the errors found in them later (by
+/// `verify`).
 pub(crate) struct MappedFile {
-    pub(crate) map: Mmap,
+    pub(crate) bytes: FileBytes,
     pub(crate) path: PathBuf,
+}
+
+/// How a file's bytes are held.
+pub(crate) enum FileBytes {
+    /// A read-only mapping: page cache, not heap.
+    Mapped(Mmap),
+    /// Read into the heap where the platform maps no files (WASI).
+    Read(Vec<u8>),
+}
+
+impl FileBytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(map) => map,
+            FileBytes::Read(bytes) => bytes,
+        }
+    }
 }
 
 impl Storage {
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Storage::Heap(bytes) => bytes,
-            Storage::Mapped(file) => &file.map,
+            Storage::Mapped(file) => file.bytes.as_slice(),
         }
     }
 
@@ -299,7 +316,8 @@ impl Storage {
         }
     }
 
-    /// Maps the file at `path` read-only.
+    /// Maps the file at `path` read-only, or reads it where the platform
+    /// maps no files.
     pub(crate) fn map_file(path: &Path) -> Result<Storage> {
         let opening = || format!("opening frozen layer {}", path.display());
         let a_directory = || io::Error::new(io::ErrorKind::IsADirectory, "it is a directory");
@@ -323,12 +341,28 @@ impl Storage {
         // file and renames it over the old one, which leaves existing
         // mappings of the old file intact), and `FrozenLayer::open` documents
         // that other writers must do the same.
-        let map = unsafe { Mmap::map(&file) }.map_err(|source| Error::Io {
-            context: format!("memory-mapping frozen layer {}", path.display()),
-            source,
-        })?;
+        let bytes = match unsafe { Mmap::map(&file) } {
+            Ok(map) => FileBytes::Mapped(map),
+            // memmap2 has no mappings on WASI, say: the layer still opens.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                let mut bytes = Vec::new();
+                (&file)
+                    .read_to_end(&mut bytes)
+                    .map_err(|source| Error::Io {
+                        context: format!("reading frozen layer {}", path.display()),
+                        source,
+                    })?;
+                FileBytes::Read(bytes)
+            }
+            Err(source) => {
+                return Err(Error::Io {
+                    context: format!("memory-mapping frozen layer {}", path.display()),
+                    source,
+                });
+            }
+        };
         Ok(Storage::Mapped(Arc::new(MappedFile {
-            map,
+            bytes,
             path: path.to_owned(),
         })))
     }
@@ -423,8 +457,19 @@ fn temp_name(file_name: &std::ffi::OsStr, number: u64) -> std::ffi::OsString {
     } else {
         name.push("memkv");
     }
-    name.push(format!(".{}.{number}.tmp", std::process::id()));
+    name.push(format!(".{}.{number}.tmp", process_id()));
     name
+}
+
+/// This process's id, or 0 where there are none (WASI, whose
+/// `std::process::id` panics): two processes' names may then meet, and
+/// `create_temp_file` steps over a name that is taken.
+fn process_id() -> u32 {
+    if cfg!(target_os = "wasi") {
+        0
+    } else {
+        std::process::id()
+    }
 }
 
 /// Creates a fresh file next to the target, named after it.
@@ -550,7 +595,7 @@ mod tests {
 
     #[test]
     fn save_replaces_the_file_and_leaves_no_temporary() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir();
         let path = dir.path().join("layer.memkv");
         save_atomically(&path, b"first").unwrap();
         save_atomically(&path, b"second").unwrap();
@@ -564,7 +609,7 @@ mod tests {
 
     #[test]
     fn the_temporary_file_is_made_beside_the_target() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir();
         let path = dir.path().join("layer.memkv");
         let mut seen = None;
         save_atomically_with(&path, |_, temp_path| {
@@ -591,12 +636,12 @@ mod tests {
 
     #[test]
     fn a_long_file_name_is_not_repeated_in_the_temporary_one() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir();
         let long = "n".repeat(250);
         assert!(temp_name(long.as_ref(), u64::MAX).len() <= 255);
         assert_eq!(
             temp_name("layer.memkv".as_ref(), 7).to_str().unwrap(),
-            format!(".layer.memkv.{}.7.tmp", std::process::id())
+            format!(".layer.memkv.{}.7.tmp", process_id())
         );
         let path = dir.path().join(&long);
         save_atomically(&path, b"saved").unwrap();
@@ -606,7 +651,7 @@ mod tests {
 
     #[test]
     fn mapping_a_directory_says_so() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir();
         let Err(Error::Io { context, source }) = Storage::map_file(dir.path()) else {
             panic!("a directory mapped");
         };
@@ -619,7 +664,7 @@ mod tests {
 
     #[test]
     fn a_leftover_temporary_file_is_stepped_over() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir();
         let name = std::ffi::OsStr::new("layer.memkv");
         // The next names this process may pick (other tests take numbers
         // too, so block a good many).
@@ -639,7 +684,7 @@ mod tests {
 
     #[test]
     fn failed_save_keeps_the_old_file() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir();
         let path = dir.path().join("layer.memkv");
         save_atomically(&path, b"old").unwrap();
         // Renaming a file over a non-empty directory fails after the

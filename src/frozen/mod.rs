@@ -153,7 +153,7 @@ use std::path::Path;
 
 pub use self::build::FrozenLayerBuilder;
 pub use self::column::{BytesColumn, Encoded, FrozenValue, IntColumn, ValueColumn};
-use self::format::{Check, FstBytes, Storage};
+use self::format::{Check, FileBytes, FstBytes, Storage};
 pub use self::iter::{Iter, Keys, PrefixesOf, Search, Values};
 use self::jump::JumpTable;
 pub use self::ops::{
@@ -353,6 +353,10 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// [`save`](Self::save) does, is safe: a layer open on the old file
     /// keeps reading the old file. Read the bytes yourself and use
     /// [`from_bytes`](Self::from_bytes) where that promise cannot be kept.
+    ///
+    /// Where the platform maps no files (WASI), `open` reads the file into
+    /// memory instead: [`memory_usage`](Self::memory_usage) then counts it,
+    /// and [`mapped_bytes`](Self::mapped_bytes) is 0.
     ///
     /// ```
     /// use memkv::{Error, FrozenLayer};
@@ -1052,12 +1056,15 @@ impl<V: FrozenValue> FrozenLayer<V> {
     pub fn memory_usage(&self) -> usize {
         match &self.fst.as_inner().storage {
             Storage::Heap(bytes) => bytes.capacity(),
-            Storage::Mapped(_) => 0,
+            Storage::Mapped(file) => match &file.bytes {
+                FileBytes::Mapped(_) => 0,
+                FileBytes::Read(bytes) => bytes.capacity(),
+            },
         }
     }
 
-    /// Bytes of the file mapping when the layer was [`open`](Self::open)ed,
-    /// else 0. These are page cache, not heap: the OS can drop and re-read
+    /// Bytes of the file mapping when the layer was [`open`](Self::open)ed
+    /// (on a platform that maps files), else 0. These are page cache, not heap: the OS can drop and re-read
     /// them.
     ///
     /// ```
@@ -1076,7 +1083,10 @@ impl<V: FrozenValue> FrozenLayer<V> {
     pub fn mapped_bytes(&self) -> usize {
         match &self.fst.as_inner().storage {
             Storage::Heap(_) => 0,
-            Storage::Mapped(file) => file.map.len(),
+            Storage::Mapped(file) => match &file.bytes {
+                FileBytes::Mapped(map) => map.len(),
+                FileBytes::Read(_) => 0,
+            },
         }
     }
 
@@ -1291,7 +1301,7 @@ mod tests {
     /// A builder's I/O error names no file; a save names the one it wrote.
     #[test]
     fn a_failed_save_names_the_file_it_was_writing() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir();
         let path = dir.path().join("layer.memkv");
         let err = save_built::<u64>(&path, |_| {
             Err(Error::Io {

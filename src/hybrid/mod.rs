@@ -446,7 +446,9 @@ pub struct HybridStats {
     /// [`HybridConfig::part_keys`]).
     pub base_parts: usize,
     /// Whether the base is (in part) a memory-mapped file (after
-    /// [`open`](HybridMap::open), until the first merge has replaced it).
+    /// [`open`](HybridMap::open), until the first merge has replaced it;
+    /// never where the platform maps no files, such as WASI, where `open`
+    /// reads the file).
     pub base_mapped: bool,
     /// Entries in the deltas (fresh and sealed), tombstones included.
     pub delta_entries: usize,
