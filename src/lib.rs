@@ -156,6 +156,18 @@ pub use crate::memtable::{
     ArtMemtable, Memtable, ShardedArtMemtable, SkipListMemtable, VecMemtable,
 };
 
+/// A new temporary directory for the unit tests: under `/tmp` on WASI,
+/// whose `std::env::temp_dir` panics (the tests run there too, `.ci/run`).
+#[cfg(test)]
+pub(crate) fn test_dir() -> tempfile::TempDir {
+    if cfg!(target_os = "wasi") {
+        tempfile::tempdir_in("/tmp")
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("a temporary directory")
+}
+
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

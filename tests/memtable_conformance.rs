@@ -714,6 +714,7 @@ macro_rules! conformance {
             }
 
             #[test]
+            #[cfg_attr(target_os = "wasi", ignore = "needs threads")]
             fn readers_during_writes() {
                 concurrent_readers_with_one_writer::<$ty>($n);
             }
