@@ -345,7 +345,9 @@ impl Storage {
             Ok(map) => FileBytes::Mapped(map),
             // memmap2 has no mappings on WASI, say: the layer still opens.
             Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                let mut bytes = Vec::new();
+                // Sized to the file, so that `memory_usage` counts no slack.
+                let len = file.metadata().map_or(0, |meta| meta.len());
+                let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
                 (&file)
                     .read_to_end(&mut bytes)
                     .map_err(|source| Error::Io {

@@ -1064,8 +1064,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     }
 
     /// Bytes of the file mapping when the layer was [`open`](Self::open)ed
-    /// (on a platform that maps files), else 0. These are page cache, not heap: the OS can drop and re-read
-    /// them.
+    /// (on a platform that maps files), else 0. These are page cache, not
+    /// heap: the OS can drop and re-read them.
     ///
     /// ```
     /// use memkv::FrozenLayer;
