@@ -13,7 +13,7 @@
 //! | type | structure | writers | readers during a write |
 //! |---|---|---|---|
 //! | [`ArtMemtable`] | [`FastArt`](crate::FastArt) over user keys, versions chained in a value arena | serialised by a lock | wait for at most one insert |
-//! | [`ShardedArtMemtable`] | `ArtMemtable`'s tree and arena in 16 shards by a hash of the user key, a lock each | in parallel on different shards | wait only for an insert into the same shard; ranges and flushes merge the shards |
+//! | [`ShardedArtMemtable`] | `ArtMemtable`'s tree and arena in 16 shards by a hash of the user key (but its last byte), a lock each | in parallel on different shards | wait only for an insert into the same shard; ranges and flushes merge the shards |
 //! | [`SkipListMemtable`] | `crossbeam_skiplist::SkipMap` (lock-free) | concurrent, lock-free | never wait |
 //! | [`VecMemtable`] | append to a vector, sort on freeze | serialised by a lock | wait for at most one append; reads scan the whole table |
 //!
