@@ -267,18 +267,19 @@ fn check_fst_footer(fst: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// The bytes of a layer: owned on the heap, or a read-only file mapping.
-/// A clone copies heap bytes (as cloning any owned map does) and shares a
-/// mapping, which is read-only.
+/// The bytes of a layer: owned on the heap, or an opened file's (mapped
+/// read-only, or read where the platform maps no files). A clone copies heap
+/// bytes (as cloning any owned map does) and shares a file's, which are
+/// read-only.
 #[derive(Clone)]
 pub(crate) enum Storage {
     Heap(Vec<u8>),
-    Mapped(Arc<MappedFile>),
+    File(Arc<OpenFile>),
 }
 
 /// A file's bytes, with its path for the errors found in them later (by
 /// `verify`).
-pub(crate) struct MappedFile {
+pub(crate) struct OpenFile {
     pub(crate) bytes: FileBytes,
     pub(crate) path: PathBuf,
 }
@@ -304,7 +305,7 @@ impl Storage {
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Storage::Heap(bytes) => bytes,
-            Storage::Mapped(file) => file.bytes.as_slice(),
+            Storage::File(file) => file.bytes.as_slice(),
         }
     }
 
@@ -312,7 +313,7 @@ impl Storage {
     pub(crate) fn path(&self) -> Option<&Path> {
         match self {
             Storage::Heap(_) => None,
-            Storage::Mapped(file) => Some(&file.path),
+            Storage::File(file) => Some(&file.path),
         }
     }
 
@@ -363,7 +364,7 @@ impl Storage {
                 });
             }
         };
-        Ok(Storage::Mapped(Arc::new(MappedFile {
+        Ok(Storage::File(Arc::new(OpenFile {
             bytes,
             path: path.to_owned(),
         })))

@@ -1056,7 +1056,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     pub fn memory_usage(&self) -> usize {
         match &self.fst.as_inner().storage {
             Storage::Heap(bytes) => bytes.capacity(),
-            Storage::Mapped(file) => match &file.bytes {
+            Storage::File(file) => match &file.bytes {
                 FileBytes::Mapped(_) => 0,
                 FileBytes::Read(bytes) => bytes.capacity(),
             },
@@ -1083,7 +1083,7 @@ impl<V: FrozenValue> FrozenLayer<V> {
     pub fn mapped_bytes(&self) -> usize {
         match &self.fst.as_inner().storage {
             Storage::Heap(_) => 0,
-            Storage::Mapped(file) => match &file.bytes {
+            Storage::File(file) => match &file.bytes {
                 FileBytes::Mapped(map) => map.len(),
                 FileBytes::Read(_) => 0,
             },

@@ -91,15 +91,22 @@ impl Workload {
     pub(crate) fn new(dataset: Dataset, order: Order) -> Self {
         let n = dataset.len();
         let ds_keys = &dataset.keys;
-        let mut by_key: Vec<u32> = (0..n as u32).collect();
-        by_key.sort_unstable_by(|&a, &b| ds_keys.get(a as usize).cmp(ds_keys.get(b as usize)));
-        let insert: Vec<u32> = match order {
-            Order::Random | Order::Counter => (0..n as u32).collect(),
-            Order::Sequential => by_key.clone(),
+        let by_key = || {
+            let mut by_key: Vec<u32> = (0..n as u32).collect();
+            by_key.sort_unstable_by(|&a, &b| ds_keys.get(a as usize).cmp(ds_keys.get(b as usize)));
+            by_key
+        };
+        let in_order = || (0..n as u32).collect::<Vec<u32>>();
+        // Dataset entries in insert order, and entries (by insert order) in
+        // key order.
+        let (insert, sorted) = match order {
+            Order::Random => (in_order(), by_key()),
+            Order::Sequential => (by_key(), in_order()),
+            Order::Counter => (in_order(), in_order()),
         };
         let keys = match order {
             Order::Counter => Keys::counters(n, COUNTER_TABLE),
-            _ => ds_keys.gather(&insert),
+            Order::Random | Order::Sequential => ds_keys.gather(&insert),
         };
         let mut values = vec![0u8; n * LSM_VALUE_LEN];
         let mut buf = [0u8; LSM_VALUE_LEN];
@@ -107,10 +114,6 @@ impl Workload {
             lsm_value(dataset.values[d as usize], &mut buf);
             chunk.copy_from_slice(&buf);
         }
-        let sorted = match order {
-            Order::Random => by_key,
-            Order::Sequential | Order::Counter => (0..n as u32).collect(),
-        };
         let mut lookup: Vec<u32> = (0..n as u32).collect();
         SplitMix64::new(SEED_LOOKUP).shuffle(&mut lookup);
         Workload {
