@@ -156,17 +156,10 @@ pub use crate::memtable::{
     ArtMemtable, Memtable, ShardedArtMemtable, SkipListMemtable, VecMemtable,
 };
 
-/// A new temporary directory for the unit tests: under `/tmp` on WASI,
-/// whose `std::env::temp_dir` panics (the tests run there too, `.ci/run`).
+/// Temporary directories for the unit tests, as for the integration tests.
 #[cfg(test)]
-pub(crate) fn test_dir() -> tempfile::TempDir {
-    if cfg!(target_os = "wasi") {
-        tempfile::tempdir_in("/tmp")
-    } else {
-        tempfile::tempdir()
-    }
-    .expect("a temporary directory")
-}
+#[path = "../tests/common/scratch.rs"]
+mod scratch;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -598,7 +598,7 @@ mod tests {
 
     #[test]
     fn save_replaces_the_file_and_leaves_no_temporary() {
-        let dir = crate::test_dir();
+        let dir = crate::scratch::dir();
         let path = dir.path().join("layer.memkv");
         save_atomically(&path, b"first").unwrap();
         save_atomically(&path, b"second").unwrap();
@@ -612,7 +612,7 @@ mod tests {
 
     #[test]
     fn the_temporary_file_is_made_beside_the_target() {
-        let dir = crate::test_dir();
+        let dir = crate::scratch::dir();
         let path = dir.path().join("layer.memkv");
         let mut seen = None;
         save_atomically_with(&path, |_, temp_path| {
@@ -639,7 +639,7 @@ mod tests {
 
     #[test]
     fn a_long_file_name_is_not_repeated_in_the_temporary_one() {
-        let dir = crate::test_dir();
+        let dir = crate::scratch::dir();
         let long = "n".repeat(250);
         assert!(temp_name(long.as_ref(), u64::MAX).len() <= 255);
         assert_eq!(
@@ -654,7 +654,7 @@ mod tests {
 
     #[test]
     fn mapping_a_directory_says_so() {
-        let dir = crate::test_dir();
+        let dir = crate::scratch::dir();
         let Err(Error::Io { context, source }) = Storage::map_file(dir.path()) else {
             panic!("a directory mapped");
         };
@@ -667,7 +667,7 @@ mod tests {
 
     #[test]
     fn a_leftover_temporary_file_is_stepped_over() {
-        let dir = crate::test_dir();
+        let dir = crate::scratch::dir();
         let name = std::ffi::OsStr::new("layer.memkv");
         // The next names this process may pick (other tests take numbers
         // too, so block a good many).
@@ -687,7 +687,7 @@ mod tests {
 
     #[test]
     fn failed_save_keeps_the_old_file() {
-        let dir = crate::test_dir();
+        let dir = crate::scratch::dir();
         let path = dir.path().join("layer.memkv");
         save_atomically(&path, b"old").unwrap();
         // Renaming a file over a non-empty directory fails after the

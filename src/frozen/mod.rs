@@ -1301,7 +1301,7 @@ mod tests {
     /// A builder's I/O error names no file; a save names the one it wrote.
     #[test]
     fn a_failed_save_names_the_file_it_was_writing() {
-        let dir = crate::test_dir();
+        let dir = crate::scratch::dir();
         let path = dir.path().join("layer.memkv");
         let err = save_built::<u64>(&path, |_| {
             Err(Error::Io {

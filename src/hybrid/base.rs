@@ -603,7 +603,7 @@ mod tests {
 
     #[test]
     fn saving_several_parts_writes_one_layer() {
-        let dir = crate::test_dir();
+        let dir = crate::scratch::dir();
         let path = dir.path().join("base");
         three_parts().save(&path).unwrap();
         let saved = FrozenLayer::<u8>::open(&path).unwrap();

@@ -1,5 +1,6 @@
-//! Temporary directories for the tests, on WASI too, whose
-//! `std::env::temp_dir` panics (the tests run there as well: `.ci/run`).
+//! Temporary directories for the tests (the integration tests and, through
+//! `#[path]`, the unit tests), on WASI too, whose `std::env::temp_dir`
+//! panics (the tests run there as well: `.ci/run`).
 
 /// A new temporary directory, removed when dropped.
 pub(crate) fn dir() -> tempfile::TempDir {
