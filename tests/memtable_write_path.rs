@@ -29,9 +29,31 @@ impl Rng {
 }
 
 fn open<M: Memtable + 'static>(dir: &std::path::Path, buffer: usize) -> WritePath<M> {
+    open_flushing::<M>(dir, buffer, Flush::Background)
+}
+
+/// Who writes the frozen memtables.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Flush {
+    /// The flusher thread (inline all the same where no thread starts).
+    Background,
+    /// The write that froze the memtable.
+    Inline,
+}
+
+fn open_flushing<M: Memtable + 'static>(
+    dir: &std::path::Path,
+    buffer: usize,
+    flush: Flush,
+) -> WritePath<M> {
     let mut options = WritePathOptions::new(dir);
     options.write_buffer_size = buffer;
-    WritePath::open(options).unwrap()
+    options.background_flush = flush == Flush::Background;
+    let db = WritePath::open(options).unwrap();
+    if flush == Flush::Inline {
+        assert!(db.flushes_inline());
+    }
+    db
 }
 
 /// Parses a run file: (key, value or `None` for a tombstone).
@@ -56,9 +78,9 @@ fn read_run(path: &std::path::Path) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
 
 /// With `batches`, the writes go in write batches of 1 to 40 entries (a
 /// batch's keys may repeat); a batch is written before each check.
-fn model_across_flushes<M: Memtable + 'static>(batches: bool, buffer: usize) {
+fn model_across_flushes<M: Memtable + 'static>(batches: bool, buffer: usize, flush: Flush) {
     let dir = tempfile::tempdir().unwrap();
-    let db = open::<M>(dir.path(), buffer);
+    let db = open_flushing::<M>(dir.path(), buffer, flush);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut rng = Rng(1);
     let mut pending: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
@@ -104,6 +126,10 @@ fn model_across_flushes<M: Memtable + 'static>(batches: bool, buffer: usize) {
     let stats = db.stats();
     assert_eq!(stats.last_seqno, 6000);
     assert!(stats.freezes >= 5, "{stats:?}");
+    if flush == Flush::Inline {
+        // Each memtable was written by the write that froze it.
+        assert_eq!((stats.flushes, stats.immutables), (stats.freezes, 0));
+    }
     db.flush().unwrap();
     let stats = db.stats();
     assert_eq!(stats.immutables, 0);
@@ -165,13 +191,13 @@ impl Drop for SetOnDrop {
 /// 2000th for the reader's first pass, so that pass runs while the writer is
 /// between the two, however the threads are scheduled; the reader's last
 /// pass starts after the last write.
-fn stalls_and_concurrent_reads<M: Memtable + 'static>(buffer: usize) {
+fn stalls_and_concurrent_reads<M: Memtable + 'static>(buffer: usize, flush: Flush) {
     let dir = tempfile::tempdir().unwrap();
-    // 8 KiB (64 KiB sharded; see `write_path_tests!`): a few dozen
+    // 8 KiB (24 KiB sharded; see `write_path_tests!`): a few dozen
     // memtables of several entries each (at 4 KiB, the arena's first chunk
     // alone fills an `ArtMemtable` or a `VecMemtable`, so each held one
     // entry).
-    let db = Arc::new(open::<M>(dir.path(), buffer));
+    let db = Arc::new(open_flushing::<M>(dir.path(), buffer, flush));
     // Key i is written once, with `stall_value(i)`; `written` then becomes
     // i + 1.
     let written = Arc::new(AtomicU32::new(0));
@@ -257,17 +283,35 @@ macro_rules! write_path_tests {
 
             #[test]
             fn model_across_flushes_in_write_batches() {
-                super::model_across_flushes::<$ty>(true, $buffer);
+                super::model_across_flushes::<$ty>(true, $buffer, Flush::Background);
             }
 
             #[test]
             fn model_across_flushes() {
-                super::model_across_flushes::<$ty>(false, $buffer);
+                super::model_across_flushes::<$ty>(false, $buffer, Flush::Background);
             }
 
             #[test]
+            fn model_across_inline_flushes_in_write_batches() {
+                super::model_across_flushes::<$ty>(true, $buffer, Flush::Inline);
+            }
+
+            #[test]
+            fn model_across_inline_flushes() {
+                super::model_across_flushes::<$ty>(false, $buffer, Flush::Inline);
+            }
+
+            #[test]
+            #[cfg_attr(target_os = "wasi", ignore = "needs threads")]
             fn stalls_and_concurrent_reads() {
-                super::stalls_and_concurrent_reads::<$ty>($buffer);
+                super::stalls_and_concurrent_reads::<$ty>($buffer, Flush::Background);
+            }
+
+            /// Readers read while the writer writes runs itself.
+            #[test]
+            #[cfg_attr(target_os = "wasi", ignore = "needs threads")]
+            fn concurrent_reads_beside_inline_flushes() {
+                super::stalls_and_concurrent_reads::<$ty>($buffer, Flush::Inline);
             }
         }
     )*};
@@ -626,6 +670,74 @@ fn after_a_failed_flush_no_newer_memtable_becomes_a_run() {
         "only the memtable before the failure"
     );
     assert_eq!(db.stats().immutables, 2, "the two still in memory");
+    assert!(db.close().is_err());
+}
+
+/// Inline, a flush that fails is the next write's error, as it is with the
+/// flusher thread; only now which write that is can be said: the one after
+/// the write whose memtable could not be written.
+#[test]
+fn a_failed_inline_flush_fails_the_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every write freezes its memtable and writes it.
+    let db = open_flushing::<ArtMemtable>(dir.path(), 1, Flush::Inline);
+    std::fs::write(dir.path().join("run-000001.sst"), b"in the way").unwrap();
+    db.put(b"w", b"first").unwrap();
+    assert_eq!(db.run_paths(), [dir.path().join("run-000000.sst")]);
+    // Done, and readable, though its memtable could not be written.
+    db.put(b"k", b"old").unwrap();
+    let err = db.put(b"k", b"new").unwrap_err();
+    assert!(
+        err.to_string().contains("flush failed") && err.to_string().contains("run-000001.sst"),
+        "{err}"
+    );
+    assert_eq!(db.get(b"k").unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get(b"w").unwrap(), Some(b"first".to_vec()));
+    let stats = db.stats();
+    assert_eq!(
+        (
+            stats.last_seqno,
+            stats.freezes,
+            stats.flushes,
+            stats.immutables
+        ),
+        (2, 2, 1, 1),
+        "{stats:?}"
+    );
+    assert!(db.flush().is_err());
+    assert!(db.close().is_err());
+}
+
+/// Inline, a memtable whose flush panics fails the write path as with the
+/// flusher thread, and the panic does not reach the writer.
+#[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
+fn a_panicking_inline_flush_fails_later_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open_flushing::<Hooked<PANICS>>(dir.path(), 8 << 10, Flush::Inline);
+    let (i, e) = (0..2000u32)
+        .find_map(|i| {
+            db.put(i.to_be_bytes(), stall_value(i))
+                .err()
+                .map(|e| (i, e))
+        })
+        .expect("a write fails once the flush has failed");
+    assert!(
+        e.to_string()
+            .contains("panicked: the memtable's flush panics"),
+        "{e}"
+    );
+    // The write before it froze the memtable, and its flush panicked.
+    assert_eq!(db.stats().freezes, 1);
+    for j in [0, i / 2, i - 1] {
+        assert_eq!(
+            db.get(j.to_be_bytes()).unwrap(),
+            Some(stall_value(j)),
+            "key {j}"
+        );
+    }
+    assert_eq!(db.get(i.to_be_bytes()).unwrap(), None, "write {i} failed");
+    assert!(db.flush().is_err());
     assert!(db.close().is_err());
 }
 

@@ -30,6 +30,12 @@ pub struct WritePathOptions {
     /// 2, at least 2): writers stall while `max_write_buffer_number − 1`
     /// immutable memtables wait for the flusher.
     pub max_write_buffer_number: usize,
+    /// Write frozen memtables on a background thread (default `true`). With
+    /// `false`, or where no thread can be started (WASI), the write or
+    /// [`flush`](WritePath::flush) that freezes a memtable writes it too,
+    /// before it returns: writes then take turns with flushes, and never
+    /// stall.
+    pub background_flush: bool,
 }
 
 impl WritePathOptions {
@@ -42,12 +48,14 @@ impl WritePathOptions {
     /// assert_eq!(options.dir, std::path::Path::new("/tmp/runs"));
     /// assert_eq!(options.write_buffer_size, 64 << 20);
     /// assert_eq!(options.max_write_buffer_number, 2);
+    /// assert!(options.background_flush);
     /// ```
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         WritePathOptions {
             dir: dir.into(),
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
+            background_flush: true,
         }
     }
 }
@@ -129,7 +137,10 @@ impl<M: Memtable> Shared<M> {
 ///   memtables, as in RocksDB); a writer that would exceed that stalls until
 ///   the flusher finishes one. The freeze itself runs while the write path's
 ///   state is locked, so reads wait for it: O(1) for the skip list and the
-///   ART, a sort for [`VecMemtable`](super::VecMemtable).
+///   ART, a sort for [`VecMemtable`](super::VecMemtable). Without a flusher
+///   thread ([`WritePathOptions::background_flush`]; WASI), the write that
+///   froze the memtable writes it, and the immutable memtables are never
+///   more than the one being written.
 /// * A read sees every write whose `put`/`delete` returned: the active
 ///   memtable, then the immutable ones, then the run files, newest first; a
 ///   tombstone anywhere stops the search.
@@ -173,11 +184,25 @@ pub struct WritePath<M: Memtable + 'static> {
     shared: Arc<Shared<M>>,
     /// Serialises writers; holds the last sequence number assigned.
     writer: Mutex<u64>,
-    sender: Option<SyncSender<Arc<M::Frozen>>>,
-    flusher: Option<JoinHandle<()>>,
+    flusher: Flusher<M::Frozen>,
     options: WritePathOptions,
     /// Makes each new active memtable.
     new_memtable: Box<dyn Fn() -> M + Send + Sync>,
+}
+
+/// Who writes the frozen memtables.
+enum Flusher<F> {
+    /// A background thread, fed by a channel with room for every immutable
+    /// memtable allowed.
+    Thread {
+        sender: SyncSender<Arc<F>>,
+        handle: JoinHandle<()>,
+    },
+    /// No thread could be started (WASI has none): the writer whose switch
+    /// froze a memtable writes it before the switch returns.
+    Inline,
+    /// Closed or dropped.
+    Stopped,
 }
 
 impl<M: Memtable + 'static> std::fmt::Debug for WritePath<M> {
@@ -192,10 +217,16 @@ impl<M: Memtable + 'static> std::fmt::Debug for WritePath<M> {
 impl<M: Memtable + 'static> WritePath<M> {
     /// Starts a write path with an empty memtable and its flusher thread.
     ///
+    /// Where no thread can be started (WASI has none, or a limit is
+    /// reached), or [`WritePathOptions::background_flush`] is `false`, the
+    /// write path flushes inline instead: the write (or
+    /// [`flush`](WritePath::flush)) that freezes a memtable also writes it as
+    /// a run before it returns. [`flushes_inline`](WritePath::flushes_inline)
+    /// tells which.
+    ///
     /// # Errors
     /// If `options.dir` is not a directory or already holds run files (a
-    /// write path starts empty and reads no runs it did not write), or the
-    /// thread can't be started.
+    /// write path starts empty and reads no runs it did not write).
     ///
     /// # Panics
     /// If `max_write_buffer_number` is below 2.
@@ -251,6 +282,20 @@ impl<M: Memtable + 'static> WritePath<M> {
         options: WritePathOptions,
         new_memtable: impl Fn() -> M + Send + Sync + 'static,
     ) -> io::Result<Self> {
+        Self::start(options, new_memtable, |flush| {
+            std::thread::Builder::new()
+                .name("memkv-flusher".into())
+                .spawn(flush)
+        })
+    }
+
+    /// [`open_with`](WritePath::open_with), with the flusher thread started
+    /// by `spawn` (the tests' seam for a platform without threads).
+    fn start(
+        options: WritePathOptions,
+        new_memtable: impl Fn() -> M + Send + Sync + 'static,
+        spawn: impl FnOnce(Box<dyn FnOnce() + Send>) -> io::Result<JoinHandle<()>>,
+    ) -> io::Result<Self> {
         assert!(
             options.max_write_buffer_number >= 2,
             "max_write_buffer_number must be at least 2 (got {})",
@@ -292,19 +337,27 @@ impl<M: Memtable + 'static> WritePath<M> {
             flushed: Condvar::new(),
             visible: AtomicU64::new(0),
         });
-        let (sender, receiver) = sync_channel(options.max_write_buffer_number - 1);
-        let flusher = {
-            let shared = Arc::clone(&shared);
-            let dir = options.dir.clone();
-            std::thread::Builder::new()
-                .name("memkv-flusher".into())
-                .spawn(move || flush_loop(&shared, &receiver, &dir))?
+        let flusher = if options.background_flush {
+            let (sender, receiver) = sync_channel(options.max_write_buffer_number - 1);
+            let flush = {
+                let shared = Arc::clone(&shared);
+                let dir = options.dir.clone();
+                Box::new(move || flush_loop(&shared, &receiver, &dir))
+            };
+            // Any failure, not only WASI's `Unsupported`: a thread limit
+            // reached is no reason to refuse writes that can be flushed
+            // inline.
+            match spawn(flush) {
+                Ok(handle) => Flusher::Thread { sender, handle },
+                Err(_) => Flusher::Inline,
+            }
+        } else {
+            Flusher::Inline
         };
         Ok(WritePath {
             shared,
             writer: Mutex::new(0),
-            sender: Some(sender),
-            flusher: Some(flusher),
+            flusher,
             options,
             new_memtable: Box::new(new_memtable),
         })
@@ -606,14 +659,43 @@ impl<M: Memtable + 'static> WritePath<M> {
         Ok(stats)
     }
 
+    /// Whether frozen memtables are written by the writers themselves, as
+    /// asked for by [`WritePathOptions::background_flush`] or because no
+    /// flusher thread could be started (see [`open`](WritePath::open)).
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut options = WritePathOptions::new(dir.path());
+    /// let db: WritePath<ArtMemtable> = WritePath::open(options.clone())?;
+    /// // Threads exist on every target but WASI.
+    /// assert_eq!(db.flushes_inline(), cfg!(target_os = "wasi"));
+    /// drop(db);
+    ///
+    /// options.background_flush = false;
+    /// options.write_buffer_size = 1; // every write freezes its memtable
+    /// let db: WritePath<ArtMemtable> = WritePath::open(options)?;
+    /// db.put(b"k", b"v")?;
+    /// // Written before `put` returned.
+    /// assert_eq!((db.stats().flushes, db.run_paths().len()), (1, 1));
+    /// assert!(db.flushes_inline());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn flushes_inline(&self) -> bool {
+        matches!(self.flusher, Flusher::Inline)
+    }
+
     fn stop(&mut self) {
-        // Closing the channel ends the flusher's loop once it is drained.
-        drop(self.sender.take());
-        if let Some(t) = self.flusher.take()
-            && t.join().is_err()
+        if let Flusher::Thread { sender, handle } =
+            std::mem::replace(&mut self.flusher, Flusher::Stopped)
         {
-            self.shared.progress().error =
-                Some((io::ErrorKind::Other, "the flusher thread panicked".into()));
+            // Closing the channel ends the flusher's loop once it is drained.
+            drop(sender);
+            if handle.join().is_err() {
+                self.shared.progress().error =
+                    Some((io::ErrorKind::Other, "the flusher thread panicked".into()));
+            }
         }
     }
 
@@ -638,7 +720,7 @@ impl<M: Memtable + 'static> WritePath<M> {
                 let message = crate::error::panic_message(payload.as_ref());
                 io::Error::other(format!("making a memtable panicked: {message}"))
             })?;
-        {
+        let number = {
             let mut p = self.shared.progress();
             let limit = self.options.max_write_buffer_number - 1;
             if p.immutables >= limit {
@@ -656,7 +738,8 @@ impl<M: Memtable + 'static> WritePath<M> {
             error_of(&p)?;
             p.immutables += 1;
             p.stats.freezes += 1;
-        }
+            p.stats.freezes - 1
+        };
         let frozen = {
             let mut state = self
                 .shared
@@ -682,12 +765,20 @@ impl<M: Memtable + 'static> WritePath<M> {
             state.immutables.push(Arc::clone(&frozen));
             frozen
         };
-        // Never blocks: the channel has room for the limit, which the count
-        // above enforces.
-        let sender = self.sender.as_ref().expect("open until close");
-        sender.send(frozen).map_err(|_| {
-            io::Error::new(io::ErrorKind::BrokenPipe, "the flusher thread has stopped")
-        })
+        match &self.flusher {
+            // Never blocks: the channel has room for the limit, which the
+            // count above enforces.
+            Flusher::Thread { sender, .. } => sender.send(frozen).map_err(|_| {
+                io::Error::new(io::ErrorKind::BrokenPipe, "the flusher thread has stopped")
+            }),
+            // A failure is recorded as the flusher's would be: the next
+            // write reports it.
+            Flusher::Inline => {
+                flush_one(&self.shared, &frozen, &self.options.dir, number);
+                Ok(())
+            }
+            Flusher::Stopped => unreachable!("switched after close"),
+        }
     }
 }
 
@@ -707,51 +798,57 @@ fn error_of(p: &Progress) -> io::Result<()> {
 /// The flusher thread: writes each memtable it receives as a run, then
 /// swaps the run in for the memtable.
 fn flush_loop<M: Memtable>(shared: &Shared<M>, receiver: &Receiver<Arc<M::Frozen>>, dir: &Path) {
-    for (n, frozen) in receiver.iter().enumerate() {
-        // After a failure, a newer memtable written as a run would leave
-        // the immutable memtables it is newer than, and a read, which asks
-        // those before the runs, would find their older versions first.
-        // So from then on every memtable stays immutable, still read in
-        // order, and counted as not flushed.
-        if shared.progress().error.is_some() {
-            continue;
-        }
-        let path = dir.join(format!("run-{n:06}.sst"));
-        // A panic (in a memtable's cursor, say) must not end this thread:
-        // writers would then wait forever for the memtable it held. It
-        // fails the write path as an I/O error does. `AssertUnwindSafe`:
-        // the memtable is only read here, and stays readable.
-        let result = panic::catch_unwind(AssertUnwindSafe(|| Run::write(&path, &*frozen)))
-            .unwrap_or_else(|payload| {
-                let message = crate::error::panic_message(payload.as_ref());
-                Err(io::Error::other(format!(
-                    "writing the run panicked: {message}"
-                )))
-            });
-        let mut p = shared.progress();
-        match result {
-            Ok(run) => {
-                let bytes = run.size;
-                {
-                    let mut state = shared.state.write().unwrap_or_else(PoisonError::into_inner);
-                    state.runs.push(Arc::new(run));
-                    state.immutables.retain(|m| !Arc::ptr_eq(m, &frozen));
-                }
-                p.stats.flushes += 1;
-                p.stats.flushed_bytes += bytes;
-                p.immutables -= 1;
-            }
-            // The memtable stays readable (and counted as immutable);
-            // writes fail from now on.
-            Err(e) => {
-                if p.error.is_none() {
-                    p.error = Some((e.kind(), format!("{}: {e}", path.display())));
-                }
-            }
-        }
-        drop(p);
-        shared.flushed.notify_all();
+    for (frozen, number) in receiver.iter().zip(0..) {
+        flush_one(shared, &frozen, dir, number);
     }
+}
+
+/// Writes `frozen`, the `number`th memtable frozen, as a run file, and
+/// swaps the run in for it.
+fn flush_one<M: Memtable>(shared: &Shared<M>, frozen: &Arc<M::Frozen>, dir: &Path, number: u64) {
+    // After a failure, a newer memtable written as a run would leave the
+    // immutable memtables it is newer than, and a read, which asks those
+    // before the runs, would find their older versions first. So from then
+    // on every memtable stays immutable, still read in order, and counted
+    // as not flushed.
+    if shared.progress().error.is_some() {
+        return;
+    }
+    let path = dir.join(format!("run-{number:06}.sst"));
+    // A panic (in a memtable's cursor, say) must not end the flusher
+    // thread: writers would then wait forever for the memtable it held.
+    // It fails the write path as an I/O error does. `AssertUnwindSafe`:
+    // the memtable is only read here, and stays readable.
+    let result = panic::catch_unwind(AssertUnwindSafe(|| Run::write(&path, &**frozen)))
+        .unwrap_or_else(|payload| {
+            let message = crate::error::panic_message(payload.as_ref());
+            Err(io::Error::other(format!(
+                "writing the run panicked: {message}"
+            )))
+        });
+    let mut p = shared.progress();
+    match result {
+        Ok(run) => {
+            let bytes = run.size;
+            {
+                let mut state = shared.state.write().unwrap_or_else(PoisonError::into_inner);
+                state.runs.push(Arc::new(run));
+                state.immutables.retain(|m| !Arc::ptr_eq(m, frozen));
+            }
+            p.stats.flushes += 1;
+            p.stats.flushed_bytes += bytes;
+            p.immutables -= 1;
+        }
+        // The memtable stays readable (and counted as immutable);
+        // writes fail from now on.
+        Err(e) => {
+            if p.error.is_none() {
+                p.error = Some((e.kind(), format!("{}: {e}", path.display())));
+            }
+        }
+    }
+    drop(p);
+    shared.flushed.notify_all();
 }
 
 /// A sorted run file and its sparse index.
@@ -974,6 +1071,27 @@ mod tests {
                 "at most {most} a read"
             );
         }
+    }
+
+    /// Where no thread starts (WASI), the write path flushes inline rather
+    /// than refusing to open.
+    #[test]
+    fn a_flusher_that_cannot_start_means_inline_flushes() {
+        let dir = crate::scratch::dir();
+        let mut options = WritePathOptions::new(dir.path());
+        options.write_buffer_size = 1; // every write freezes its memtable
+        let db = WritePath::start(options, super::super::ArtMemtable::default, |_| {
+            Err(io::ErrorKind::Unsupported.into())
+        })
+        .unwrap();
+        assert!(db.flushes_inline());
+        for key in [b"a", b"b", b"c"] {
+            db.put(key, b"v").unwrap();
+        }
+        let stats = db.stats();
+        assert_eq!((stats.flushes, stats.immutables), (3, 0), "{stats:?}");
+        assert_eq!(db.get(b"b").unwrap(), Some(b"v".to_vec()));
+        assert_eq!(db.close().unwrap().flushes, 3);
     }
 
     #[test]
