@@ -221,6 +221,7 @@ fn clustered_compaction_then_changes() {
 /// through `&FastArt` writes anything (the tree holds raw pointers, so the
 /// compiler cannot check `Sync` for it).
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "needs threads")]
 fn reads_from_two_threads_at_once() {
     fn reads(map: &FastArt<u64>, keys: &[Vec<u8>]) -> Vec<u64> {
         let mut seen: Vec<u64> = keys

@@ -8,6 +8,9 @@ use memkv::frozen::automaton::{Automaton, Str, Subsequence};
 use memkv::frozen::{FrozenValue, IntColumn};
 use memkv::{Error, FastArt, FrozenLayer, FrozenLayerBuilder};
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
 #[test]
 fn out_of_order_key_is_reported_with_both_keys() {
     let mut builder = FrozenLayerBuilder::memory();
@@ -103,7 +106,7 @@ fn freezing_a_fast_art_keeps_every_entry() {
 
 #[test]
 fn a_builder_can_write_straight_to_a_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let path = dir.path().join("streamed.memkv");
     let file = std::fs::File::create(&path).unwrap();
     let mut builder = FrozenLayerBuilder::new(BufWriter::new(file)).unwrap();
@@ -207,7 +210,7 @@ fn a_builder_counts_the_values_it_holds() {
 /// Saves and reopens a layer of `V`, checking every value.
 fn round_trip<V: FrozenValue + Clone + PartialEq + std::fmt::Debug>(entries: &[(&str, V)]) {
     let layer = FrozenLayer::from_sorted_iter(entries.iter().cloned()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let path = dir.path().join("values.memkv");
     layer.save(&path).unwrap();
     let opened = FrozenLayer::<V>::open(&path).unwrap();
@@ -259,7 +262,7 @@ fn byte_values_are_lent_from_the_mapped_file() {
         .map(|i| (format!("key{i:05}"), vec![(i % 251) as u8; i % 40]))
         .collect();
     let layer = FrozenLayer::from_sorted_iter(entries.iter().cloned()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let path = dir.path().join("bytes.memkv");
     layer.save(&path).unwrap();
     let opened = FrozenLayer::<Vec<u8>>::open(&path).unwrap();

@@ -9,6 +9,9 @@ use std::process::Command;
 
 use memkv::FrozenLayer;
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
 const CHILD: &str = "MEMKV_TEST_SAVE_INTO";
 
 fn layer(offset: u64) -> FrozenLayer<u64> {
@@ -52,7 +55,7 @@ fn child_saves() {
 
 #[test]
 fn a_save_into_a_directory_it_cannot_open_keeps_the_old_file() {
-    let outer = tempfile::tempdir().unwrap();
+    let outer = scratch::dir();
     fs::set_permissions(outer.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let dir = outer.path().join("write-only");
     fs::create_dir(&dir).unwrap();

@@ -42,6 +42,7 @@ fn wait_for(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
 }
 
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "needs threads")]
 fn drop_during_a_merge_joins_the_thread() {
     let Some(me) = gate::thread_id().filter(|_| std::path::Path::new("/proc/self/task").exists())
     else {

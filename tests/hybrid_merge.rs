@@ -44,6 +44,7 @@ fn assert_all_there<const BAD: u64>(map: &HybridMap<Touchy<BAD>>, n: u64, remove
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_panicking_freeze_loses_nothing() {
     // Parts of 3 keys: the merge has put two parts in place (keys 0 to 5)
     // when it meets key 7.
@@ -89,6 +90,7 @@ fn a_panicking_freeze_loses_nothing() {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_failing_background_merge_loses_nothing() {
     let map: HybridMap<Touchy<42>> = HybridConfig::new()
         .min_delta_keys(100)
@@ -155,6 +157,7 @@ fn assert_a_failed_build_loses_nothing(map: &HybridMap<Touchy<4321>>) {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_collect_whose_merge_fails_loses_nothing() {
     // 5,000 keys: `collect` merges them into a base at once, in this
     // thread, and that merge meets the value whose encoding panics. The
@@ -172,6 +175,7 @@ fn shuffled(n: u64) -> impl Iterator<Item = u64> {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_build_in_shares_whose_part_fails_loses_nothing() {
     // 5,000 keys out of order, in parts of 100, on one to three threads:
     // the entries are split among the threads' trees, and the part that
@@ -193,6 +197,7 @@ fn a_build_in_shares_whose_part_fails_loses_nothing() {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_sorted_build_whose_part_fails_loses_nothing() {
     // 5,000 keys in order: parts are built straight from them, and the one
     // that meets the value whose encoding panics fails. The parts built,
@@ -273,6 +278,7 @@ fn a_sorted_build_of_keys_that_share_nothing() {
 }
 
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_panic_in_the_entries_of_a_build_in_one_go_is_passed_on() {
     // After the sample (4,096 entries: the default `min_delta_keys`), out
     // of order, the entries go to the other threads: the panic comes out
@@ -322,6 +328,7 @@ impl FrozenValue for Tallied {
 /// shares, encoding every value, before the panic came out (2026-11-27, a
 /// review).
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_build_in_shares_whose_entries_panic_builds_nothing() {
     let entries = shuffled(20_000).enumerate().map(|(at, i)| {
         assert!(at != 19_999, "the last entry is bad");
@@ -359,6 +366,7 @@ impl FrozenValue for Bomb {
 /// entries: it read them all, and built its own share, before passing
 /// the panic on.
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_build_in_shares_stops_reading_when_a_thread_panics() {
     let n = 300_000;
     let read = AtomicUsize::new(0);
@@ -514,6 +522,7 @@ impl FrozenValue for Gated {
 }
 
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "needs threads")]
 fn reads_and_writes_go_on_during_a_merge() {
     let map = Arc::new(HybridConfig::new().manual().build::<Gated>());
     // Base: keys 0..300.

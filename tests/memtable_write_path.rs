@@ -15,6 +15,9 @@ use memkv::memtable::{
     SkipListMemtable, ValueKind, VecMemtable, WritePath, WritePathOptions,
 };
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
 /// A small deterministic generator (SplitMix64).
 struct Rng(u64);
 
@@ -79,7 +82,7 @@ fn read_run(path: &std::path::Path) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
 /// With `batches`, the writes go in write batches of 1 to 40 entries (a
 /// batch's keys may repeat); a batch is written before each check.
 fn model_across_flushes<M: Memtable + 'static>(batches: bool, buffer: usize, flush: Flush) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open_flushing::<M>(dir.path(), buffer, flush);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut rng = Rng(1);
@@ -192,7 +195,7 @@ impl Drop for SetOnDrop {
 /// between the two, however the threads are scheduled; the reader's last
 /// pass starts after the last write.
 fn stalls_and_concurrent_reads<M: Memtable + 'static>(buffer: usize, flush: Flush) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     // 8 KiB (24 KiB sharded; see `write_path_tests!`): a few dozen
     // memtables of several entries each (at 4 KiB, the arena's first chunk
     // alone fills an `ArtMemtable` or a `VecMemtable`, so each held one
@@ -340,7 +343,7 @@ fn open_refuses_a_missing_directory() {
 
 #[test]
 fn open_refuses_a_file_in_place_of_the_directory() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let file = dir.path().join("runs");
     std::fs::write(&file, b"not a directory").unwrap();
     let err = WritePath::<ArtMemtable>::open(WritePathOptions::new(&file)).unwrap_err();
@@ -350,7 +353,7 @@ fn open_refuses_a_file_in_place_of_the_directory() {
 
 #[test]
 fn a_failed_flush_fails_later_writes_and_keeps_data_readable() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open::<ArtMemtable>(dir.path(), 1 << 10);
     // The flusher creates run-000000.sst with create_new: make it exist.
     std::fs::write(dir.path().join("run-000000.sst"), b"in the way").unwrap();
@@ -381,7 +384,7 @@ fn a_failed_flush_fails_later_writes_and_keeps_data_readable() {
 
 #[test]
 fn a_directory_with_runs_is_refused_at_open() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     {
         let db = open::<ArtMemtable>(dir.path(), 1 << 10);
         for i in 0..200u32 {
@@ -398,7 +401,7 @@ fn a_directory_with_runs_is_refused_at_open() {
 #[test]
 #[should_panic(expected = "max_write_buffer_number must be at least 2")]
 fn one_write_buffer_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let mut options = WritePathOptions::new(dir.path());
     options.max_write_buffer_number = 1;
     let _ = WritePath::<SkipListMemtable>::open(options);
@@ -406,7 +409,7 @@ fn one_write_buffer_is_refused() {
 
 #[test]
 fn debug_shows_the_options_and_the_progress() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open::<ArtMemtable>(dir.path(), 1 << 20);
     db.put(b"k", b"v").unwrap();
     let shown = format!("{db:?}");
@@ -532,7 +535,7 @@ fn write_and_read_back<M: Memtable + 'static>(db: &WritePath<M>, keys: u32) -> u
 
 #[test]
 fn flush_waits_for_the_flusher() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open::<Hooked<SLOW>>(dir.path(), 8 << 10);
     write_and_read_back(&db, 200);
     db.flush().unwrap();
@@ -559,7 +562,7 @@ fn flush_waits_for_the_flusher() {
 /// so far are written.
 #[test]
 fn dropping_waits_for_the_flusher() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open::<Hooked<SLOW>>(dir.path(), 8 << 10);
     write_and_read_back(&db, 200);
     let freezes = db.stats().freezes;
@@ -571,7 +574,7 @@ fn dropping_waits_for_the_flusher() {
 
 #[test]
 fn open_ignores_other_files() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     for name in ["run-notes.txt", "old.sst", "run-"] {
         std::fs::write(dir.path().join(name), b"not a run").unwrap();
     }
@@ -586,8 +589,9 @@ fn open_ignores_other_files() {
 /// Keys stay readable while the memtables before them wait, are written
 /// and go.
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "needs a flusher thread")]
 fn writers_stall_at_the_limit_of_memtables() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let mut options = WritePathOptions::new(dir.path());
     options.write_buffer_size = 8 << 10;
     options.max_write_buffer_number = 3;
@@ -610,8 +614,9 @@ fn writers_stall_at_the_limit_of_memtables() {
 /// does: later writes fail (rather than waiting for a flusher that is
 /// gone), and what was written stays readable.
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_panicking_flush_fails_later_writes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open::<Hooked<PANICS>>(dir.path(), 8 << 10);
     // On a thread, so that writes that wait forever fail the test.
     let (done, result) = mpsc::channel();
@@ -646,8 +651,9 @@ fn a_panicking_flush_fails_later_writes() {
 /// newer version written out as a run would be hidden by the older one
 /// still held in memory.
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "needs a flusher thread")]
 fn after_a_failed_flush_no_newer_memtable_becomes_a_run() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let mut options = WritePathOptions::new(dir.path());
     options.write_buffer_size = 1; // every write freezes its memtable
     options.max_write_buffer_number = 4; // three may wait for the flusher
@@ -678,7 +684,7 @@ fn after_a_failed_flush_no_newer_memtable_becomes_a_run() {
 /// the write whose memtable could not be written.
 #[test]
 fn a_failed_inline_flush_fails_the_next_write() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     // Every write freezes its memtable and writes it.
     let db = open_flushing::<ArtMemtable>(dir.path(), 1, Flush::Inline);
     std::fs::write(dir.path().join("run-000001.sst"), b"in the way").unwrap();
@@ -713,7 +719,7 @@ fn a_failed_inline_flush_fails_the_next_write() {
 #[test]
 #[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_panicking_inline_flush_fails_later_writes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open_flushing::<Hooked<PANICS>>(dir.path(), 8 << 10, Flush::Inline);
     let (i, e) = (0..2000u32)
         .find_map(|i| {
@@ -747,7 +753,7 @@ fn a_panicking_inline_flush_fails_later_writes() {
 #[test]
 #[cfg(target_pointer_width = "64")]
 fn a_write_too_long_for_a_run_is_refused_whole() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open::<ArtMemtable>(dir.path(), 1 << 20);
     db.put(b"a", b"before").unwrap();
     // Zeroed pages: allocated lazily, so the test stays cheap.
@@ -773,8 +779,9 @@ fn a_write_too_long_for_a_run_is_refused_whole() {
 /// entries in: the write path fails, so that no later write publishes
 /// them.
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_batch_whose_insert_panics_is_never_read() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open::<Hooked<INSERT_PANICS>>(dir.path(), 1 << 20);
     db.put(b"a", b"before").unwrap();
     let result = catch_unwind(AssertUnwindSafe(|| {
@@ -792,8 +799,9 @@ fn a_batch_whose_insert_panics_is_never_read() {
 /// A memtable whose `freeze` panics takes its entries with it; the write
 /// path then fails, and nothing waits for a flush that cannot come.
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_panicking_freeze_fails_the_write_path_without_a_hang() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let db = open::<Hooked<FREEZE_PANICS>>(dir.path(), 1 << 20);
     db.put(b"k", b"v").unwrap();
     // On a thread, so that a flush that waits forever fails the test.
@@ -817,7 +825,7 @@ fn a_panicking_freeze_fails_the_write_path_without_a_hang() {
 /// the caller's settings.
 #[test]
 fn open_with_makes_every_memtable() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let mut options = WritePathOptions::new(dir.path());
     options.write_buffer_size = 16 << 10;
     let made = Arc::new(AtomicU32::new(0));
@@ -843,7 +851,7 @@ fn open_with_makes_every_memtable() {
         );
     }
     // Three shards take less than sixteen: more entries per memtable.
-    let dir16 = tempfile::tempdir().unwrap();
+    let dir16 = scratch::dir();
     let db16 = open::<ShardedArtMemtable>(dir16.path(), 16 << 10);
     for i in 0..2000u32 {
         db16.put(i.to_le_bytes(), i.to_be_bytes()).unwrap();
@@ -855,8 +863,9 @@ fn open_with_makes_every_memtable() {
 /// active and readable, and the panic comes back as the write path's
 /// failure.
 #[test]
+#[cfg_attr(panic = "abort", ignore = "catches a panic")]
 fn a_panicking_memtable_maker_loses_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch::dir();
     let mut options = WritePathOptions::new(dir.path());
     options.write_buffer_size = 4 << 10;
     let made = AtomicU32::new(0);

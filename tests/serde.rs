@@ -312,6 +312,7 @@ fn bad_input_is_an_error() {
 /// them; deltas of a quarter of the base keep those counts slow enough
 /// that some snapshot usually falls between a seal and its count.
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "needs threads")]
 fn a_hybrid_map_written_under_writes_is_one_snapshot() {
     let config = HybridConfig::new().min_delta_keys(1_000).key_ratio(0.25);
     let map: HybridMap<u64> = (0..8_000u64).map(|i| (format!("k/{i:05}"), i)).collect();

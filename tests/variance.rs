@@ -289,6 +289,7 @@ fn the_frozen_iterators_are_covariant_in_their_borrow() {
 
 /// A frozen layer holds no `V` (values are decoded on demand), so its iterators are `Send + Sync` for every value type, as the layer itself is (`src/hybrid/mod.rs` checks that): each thread decodes its own values.
 #[test]
+#[cfg_attr(target_os = "wasi", ignore = "needs threads")]
 fn the_frozen_iterators_are_send_and_sync_for_any_value() {
     fn both<T: Send + Sync>() {}
     fn generic<'a, V: FrozenValue + 'a>() {
