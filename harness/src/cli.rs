@@ -8,6 +8,20 @@ use clap::{ArgGroup, Args, Parser};
 use crate::dataset::{LoadOptions, Source, SyntheticKind};
 use crate::memtable::Order;
 
+/// The options of the map workload, which `--memtable` and the options
+/// that need it refuse. Named on each of those too: clap does not require
+/// `--memtable` for `--order` when an option that conflicts with
+/// `--memtable` is given, and `--order` was then ignored.
+const MAPS_ONLY: [&str; 7] = [
+    "dataset",
+    "sample",
+    "synthetic",
+    "limit",
+    "keep_cr",
+    "chart",
+    "replot",
+];
+
 /// Default number of keys of a synthetic dataset.
 const DEFAULT_SYNTHETIC_KEYS: usize = 1_000_000;
 
@@ -40,19 +54,24 @@ pub(crate) struct Cli {
     pub(crate) json: Option<PathBuf>,
 
     /// Also draw bytes/key against lookup throughput as an SVG chart at PATH.
-    #[arg(long, value_name = "PATH", conflicts_with = "memtable")]
+    #[arg(long, value_name = "PATH")]
     pub(crate) chart: Option<PathBuf>,
 
     /// Measure LSM memtables instead of maps: bulk load through a write
     /// path, memory per entry, flush iteration, lookups, one writer with one
     /// reader (16-byte keys, 100-byte values; --keys defaults to 100000).
-    #[arg(long, conflicts_with_all = ["dataset", "sample", "synthetic", "limit", "keep_cr"])]
+    #[arg(long, conflicts_with_all = MAPS_ONLY)]
     pub(crate) memtable: bool,
 
     /// With --memtable: the insert order (default: random and sequential,
     /// one table each; counter only when asked).
-    #[arg(long, value_name = "ORDER", requires = "memtable")]
+    #[arg(long, value_name = "ORDER", requires = "memtable", conflicts_with_all = MAPS_ONLY)]
     pub(crate) order: Option<Order>,
+
+    /// With --memtable: the write path flushes inline, with no flusher
+    /// thread (the write that fills a memtable writes its run), as on WASI.
+    #[arg(long, requires = "memtable", conflicts_with_all = MAPS_ONLY)]
+    pub(crate) inline_flush: bool,
 
     /// Give up on a child after this many seconds (a hung structure).
     #[arg(long, value_name = "SECS", default_value_t = 1800)]
@@ -64,12 +83,7 @@ pub(crate) struct Cli {
 
     /// Measure nothing: draw the --chart from the records of an earlier
     /// --json (the footer names the machine it is drawn on).
-    #[arg(
-        long,
-        value_name = "JSON",
-        requires = "chart",
-        conflicts_with = "memtable"
-    )]
+    #[arg(long, value_name = "JSON", requires = "chart")]
     pub(crate) replot: Option<PathBuf>,
 
     /// Internal: measure one structure and print its record (the parent
@@ -304,6 +318,26 @@ mod tests {
         assert!(
             parse(&["--order", "random"]).is_err(),
             "--order needs --memtable"
+        );
+        assert!(parse(&["--inline-flush"]).is_err(), "needs --memtable");
+        // Not ignored beside an option of the map workload.
+        for map_option in [
+            &["--sample"][..],
+            &["--dataset", "x"],
+            &["--synthetic", "lsm"],
+            &["--limit", "5"],
+            &["--keep-cr"],
+            &["--chart", "x.svg"],
+        ] {
+            for memtable_option in [&["--order", "random"][..], &["--inline-flush"]] {
+                let args = [memtable_option, map_option].concat();
+                assert!(parse(&args).is_err(), "{args:?}");
+            }
+        }
+        assert!(
+            parse(&["--memtable", "--inline-flush"])
+                .unwrap()
+                .inline_flush
         );
         assert!(parse(&["--memtable", "--sample"]).is_err());
         assert!(parse(&["--memtable", "--chart", "x.svg"]).is_err());

@@ -140,6 +140,53 @@ fn counter_order_is_checked_in_every_memtable() {
     }
 }
 
+/// `--inline-flush` reaches every child's write path, and the report says
+/// so.
+#[test]
+fn inline_flush_is_recorded_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inline.json");
+    let out = bench(&[
+        "--memtable",
+        "--keys",
+        "2000",
+        "--runs",
+        "1",
+        "--order",
+        "random",
+        "--structures",
+        "memtable-art,memtable-skiplist",
+        "--inline-flush",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("Write path: flushed inline"), "{stdout}");
+    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let records = json.as_array().unwrap();
+    assert_eq!(records.len(), 2);
+    for r in records {
+        assert_eq!(r["inline_flush"], true, "{r}");
+        assert_eq!(r["all_correct"], true, "{r}");
+    }
+    // Without the flag, a flusher thread, and no such line.
+    let plain = bench(&[
+        "--memtable",
+        "--keys",
+        "500",
+        "--runs",
+        "1",
+        "--order",
+        "random",
+        "--structures",
+        "memtable-art",
+    ]);
+    assert!(!text(&plain.stdout).contains("flushed inline"));
+    let refused = bench(&["--inline-flush", "--sample"]);
+    assert!(!refused.status.success(), "--inline-flush needs --memtable");
+}
+
 #[test]
 fn list_and_argument_errors() {
     let list = text(&bench(&["--memtable", "--list"]).stdout);

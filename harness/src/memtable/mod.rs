@@ -158,6 +158,7 @@ pub(crate) fn child_main(cli: &Cli, name: &str) -> ExitCode {
         protocol: PROTOCOL,
         workload: "memtable".into(),
         runs: 1,
+        inline_flush: cli.inline_flush,
         ..Default::default()
     };
     // The map workload's child installs a panic hook that records the
@@ -241,7 +242,7 @@ pub(crate) fn parent_main(cli: &Cli) -> ExitCode {
             for (imp, records) in impls.iter().zip(&mut runs) {
                 let label = format!("{} {} (run {run}/{})", imp.name, order.name(), cli.runs);
                 bar.set_message(label.clone());
-                let args: Vec<OsString> = [
+                let mut args: Vec<OsString> = [
                     "--memtable",
                     "--child",
                     imp.name,
@@ -255,6 +256,9 @@ pub(crate) fn parent_main(cli: &Cli) -> ExitCode {
                 .iter()
                 .map(OsString::from)
                 .collect();
+                if cli.inline_flush {
+                    args.push("--inline-flush".into());
+                }
                 let child = Child {
                     exe: &exe,
                     args: &args,
@@ -270,6 +274,7 @@ pub(crate) fn parent_main(cli: &Cli) -> ExitCode {
                     protocol: PROTOCOL,
                     workload: "memtable".into(),
                     runs: 1,
+                    inline_flush: cli.inline_flush,
                     error: Some(error),
                     ..Default::default()
                 };

@@ -48,6 +48,10 @@ pub(crate) struct MemtableRecord {
     pub(crate) key_len: u64,
     /// See `key_len`.
     pub(crate) value_len: u64,
+    /// Whether the write path flushed inline (`--inline-flush`): each run
+    /// written by the put that filled its memtable, not by a flusher thread.
+    #[serde(default)]
+    pub(crate) inline_flush: bool,
     /// Memtables frozen during the load.
     pub(crate) freezes: Option<u64>,
     /// Run files written by the end of the load (more may follow).

@@ -97,6 +97,13 @@ pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
              then 0, 1, 2, … big-endian.\n"
         );
     }
+    if records.iter().any(|r| r.inline_flush) {
+        let _ = writeln!(
+            s,
+            "Write path: flushed inline (`--inline-flush`): each run written by the put that \
+             filled its memtable, with no flusher thread.\n"
+        );
+    }
     let _ = writeln!(
         s,
         "| memtable | load/s | batched load/s | load MiB/s | bytes/entry | overhead/entry | insert/s | batched insert/s | flush iter/s | freeze | lookup/s | 1W+1R writes/s | 1W+1R reads/s | checks | notes |"

@@ -3,7 +3,8 @@
 //!
 //! 1. **load**: every entry `put` through a [`WritePath`] with the default
 //!    options (64 MiB memtables, two at most, one flusher thread writing run
-//!    files to a temporary directory), timed until the last put returns;
+//!    files to a temporary directory; with `--inline-flush`, none: each put
+//!    that fills a memtable writes its run), timed until the last put returns;
 //!    then keys are read back through the write path (untimed: every key,
 //!    up to 100,000; 20,000 for `memtable-vec`) and the flusher is waited for. Then the same again through
 //!    `write_batch`, [`WRITE_BATCH`] entries per batch, into a fresh
@@ -264,7 +265,7 @@ fn batched_build<M: Subject>(w: &Workload, rec: &mut MemtableRecord) {
 fn load<M: Subject>(w: &Workload, rec: &mut MemtableRecord) -> std::io::Result<()> {
     phase("load");
     let dir = tempfile::tempdir()?;
-    let db: WritePath<M> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    let db: WritePath<M> = WritePath::open(write_path_options(dir.path(), rec))?;
     let start = Instant::now();
     for i in w.insert_order() {
         db.put(w.key(i), w.value(i))?;
@@ -287,7 +288,7 @@ fn load<M: Subject>(w: &Workload, rec: &mut MemtableRecord) -> std::io::Result<(
 
     phase("load, batched");
     let dir = tempfile::tempdir()?;
-    let db: WritePath<M> = WritePath::open(WritePathOptions::new(dir.path()))?;
+    let db: WritePath<M> = WritePath::open(write_path_options(dir.path(), rec))?;
     let order: Vec<u32> = w.insert_order().collect();
     let mut batch: Vec<(&[u8], Option<&[u8]>)> = Vec::with_capacity(WRITE_BATCH);
     let start = Instant::now();
@@ -302,6 +303,13 @@ fn load<M: Subject>(w: &Workload, rec: &mut MemtableRecord) -> std::io::Result<(
     rec.batched_load_correct = Some(correct);
     db.close()?;
     Ok(())
+}
+
+/// The default options, with runs in `dir`, flushed as `rec` says.
+fn write_path_options(dir: &std::path::Path, rec: &MemtableRecord) -> WritePathOptions {
+    let mut options = WritePathOptions::new(dir);
+    options.background_flush = !rec.inline_flush;
+    options
 }
 
 /// Reads keys spread over the workload back through `db`, checking each
