@@ -163,6 +163,7 @@ fn inline_flush_is_recorded_and_reported() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("Write path: flushed inline"), "{stdout}");
+    assert!(stdout.contains("no flusher thread"), "{stdout}");
     let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let records = json.as_array().unwrap();
     assert_eq!(records.len(), 2);
@@ -182,7 +183,8 @@ fn inline_flush_is_recorded_and_reported() {
         "--structures",
         "memtable-art",
     ]);
-    assert!(!text(&plain.stdout).contains("flushed inline"));
+    let plain = text(&plain.stdout);
+    assert!(!plain.contains("flushed inline") && plain.contains("one flusher thread"));
     let refused = bench(&["--inline-flush", "--sample"]);
     assert!(!refused.status.success(), "--inline-flush needs --memtable");
 }

@@ -222,7 +222,10 @@ pub(crate) fn parent_main(cli: &Cli) -> ExitCode {
     };
     let orders = orders(cli);
     let machine = Machine::detect();
-    print!("{}", report::header(&machine, n, cli.runs));
+    print!(
+        "{}",
+        report::header(&machine, n, cli.runs, cli.inline_flush)
+    );
     let _ = std::io::stdout().flush();
 
     let total = (impls.len() * orders.len()) as u64 * u64::from(cli.runs);

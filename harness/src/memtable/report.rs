@@ -12,7 +12,7 @@ use crate::record::what_went_wrong;
 use crate::report::{rate, thousands};
 
 /// The machine and workload lines.
-pub(crate) fn header(machine: &Machine, keys: usize, runs: u32) -> String {
+pub(crate) fn header(machine: &Machine, keys: usize, runs: u32, inline_flush: bool) -> String {
     let mut s = String::new();
     let build = if cfg!(debug_assertions) {
         " · DEBUG BUILD: throughputs are meaningless, use --release"
@@ -20,11 +20,16 @@ pub(crate) fn header(machine: &Machine, keys: usize, runs: u32) -> String {
         ""
     };
     let _ = writeln!(s, "machine: {machine}{build}");
+    let flusher = if inline_flush {
+        "no flusher thread (`--inline-flush`)"
+    } else {
+        "one flusher thread"
+    };
     let _ = writeln!(
         s,
         "memtable workload: {} entries · 16-byte keys (`lsm` synthetic: 4-byte table id + 12 random \
-         bytes) · {LSM_VALUE_LEN}-byte values · write path: 64 MiB memtables, at most 2, one \
-         flusher thread · {runs} child process(es) per memtable and order, median shown",
+         bytes) · {LSM_VALUE_LEN}-byte values · write path: 64 MiB memtables, at most 2, \
+         {flusher} · {runs} child process(es) per memtable and order, median shown",
         thousands(keys as u64)
     );
     s
