@@ -416,6 +416,8 @@ fn debug_shows_the_options_and_the_progress() {
     assert!(shown.starts_with("WritePath"), "{shown}");
     assert!(shown.contains("write_buffer_size: 1048576"), "{shown}");
     assert!(shown.contains("last_seqno: 1"), "{shown}");
+    let inline = format!("flushes_inline: {}", cfg!(target_os = "wasi"));
+    assert!(shown.contains(&inline), "{shown}");
 }
 
 /// What a [`Hooked`] memtable does out of the ordinary.

@@ -195,13 +195,14 @@ pub struct WritePath<M: Memtable + 'static> {
 /// Who writes the frozen memtables.
 enum Flusher<F> {
     /// A background thread, fed by a channel with room for every immutable
-    /// memtable allowed.
+    /// memtable allowed, each with its number (see [`flush_one`]).
     Thread {
-        sender: SyncSender<Arc<F>>,
+        sender: SyncSender<(u64, Arc<F>)>,
         handle: JoinHandle<()>,
     },
-    /// No thread could be started (WASI has none): the writer whose switch
-    /// froze a memtable writes it before the switch returns.
+    /// None asked for, or none could be started (WASI has no threads): the
+    /// writer whose switch froze a memtable writes it before the switch
+    /// returns.
     Inline,
     /// Closed or dropped.
     Stopped,
@@ -211,6 +212,7 @@ impl<M: Memtable + 'static> std::fmt::Debug for WritePath<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WritePath")
             .field("options", &self.options)
+            .field("flushes_inline", &self.flushes_inline())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
@@ -770,7 +772,7 @@ impl<M: Memtable + 'static> WritePath<M> {
         match &self.flusher {
             // Never blocks: the channel has room for the limit, which the
             // count above enforces.
-            Flusher::Thread { sender, .. } => sender.send(frozen).map_err(|_| {
+            Flusher::Thread { sender, .. } => sender.send((number, frozen)).map_err(|_| {
                 io::Error::new(io::ErrorKind::BrokenPipe, "the flusher thread has stopped")
             }),
             // A failure is recorded as the flusher's would be: the next
@@ -799,14 +801,19 @@ fn error_of(p: &Progress) -> io::Result<()> {
 
 /// The flusher thread: writes each memtable it receives as a run, then
 /// swaps the run in for the memtable.
-fn flush_loop<M: Memtable>(shared: &Shared<M>, receiver: &Receiver<Arc<M::Frozen>>, dir: &Path) {
-    for (frozen, number) in receiver.iter().zip(0..) {
+fn flush_loop<M: Memtable>(
+    shared: &Shared<M>,
+    receiver: &Receiver<(u64, Arc<M::Frozen>)>,
+    dir: &Path,
+) {
+    for (number, frozen) in receiver {
         flush_one(shared, &frozen, dir, number);
     }
 }
 
-/// Writes `frozen`, the `number`th memtable frozen, as a run file, and
-/// swaps the run in for it.
+/// Writes `frozen` as a run file, and swaps the run in for it. `number`
+/// counts the memtables frozen before it, and names the file: unique, and
+/// the same with a flusher thread or without.
 fn flush_one<M: Memtable>(shared: &Shared<M>, frozen: &Arc<M::Frozen>, dir: &Path, number: u64) {
     // After a failure, a newer memtable written as a run would leave the
     // immutable memtables it is newer than, and a read, which asks those
