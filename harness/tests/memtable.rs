@@ -16,21 +16,23 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Runs memkv-bench with `args` and `--json`, which must succeed: its
+/// report and its records.
+fn bench_records(args: &[&str]) -> (String, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.json");
+    let out = bench(&[args, &["--json", path.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let Value::Array(records) = json else {
+        panic!("not an array of records: {json}")
+    };
+    (text(&out.stdout), records)
+}
+
 #[test]
 fn every_memtable_and_order_gets_a_checked_record() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("memtable.json");
-    let out = bench(&[
-        "--memtable",
-        "--keys",
-        "3000",
-        "--runs",
-        "1",
-        "--json",
-        path.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    let (stdout, records) = bench_records(&["--memtable", "--keys", "3000", "--runs", "1"]);
     for want in [
         "### random order",
         "### sequential order",
@@ -41,10 +43,8 @@ fn every_memtable_and_order_gets_a_checked_record() {
     ] {
         assert!(stdout.contains(want), "missing {want:?} in\n{stdout}");
     }
-    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let records = json.as_array().unwrap();
     assert_eq!(records.len(), 8, "4 memtables × 2 orders");
-    for r in records {
+    for r in &records {
         let name = r["structure"].as_str().unwrap();
         assert!(r["error"].is_null(), "{name}: {}", r["error"]);
         assert_eq!(r["workload"], "memtable");
@@ -106,9 +106,7 @@ fn one_order_and_a_subset() {
 /// Counter keys go through every phase, checked, in every memtable.
 #[test]
 fn counter_order_is_checked_in_every_memtable() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("counter.json");
-    let out = bench(&[
+    let (stdout, records) = bench_records(&[
         "--memtable",
         "--keys",
         "2000",
@@ -116,11 +114,7 @@ fn counter_order_is_checked_in_every_memtable() {
         "1",
         "--order",
         "counter",
-        "--json",
-        path.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
     assert!(stdout.contains("### counter order"), "{stdout}");
     assert!(stdout.contains("Keys: not the `lsm` keys but counters"));
     assert!(!stdout.contains("### sequential order"));
@@ -128,10 +122,8 @@ fn counter_order_is_checked_in_every_memtable() {
         stdout.contains("verdict: every answer was right"),
         "{stdout}"
     );
-    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let records = json.as_array().unwrap();
     assert_eq!(records.len(), 4);
-    for r in records {
+    for r in &records {
         let name = r["structure"].as_str().unwrap();
         assert_eq!(r["order"], "counter", "{name}");
         assert_eq!(r["all_correct"], true, "{name}");
@@ -144,9 +136,7 @@ fn counter_order_is_checked_in_every_memtable() {
 /// so.
 #[test]
 fn inline_flush_is_recorded_and_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("inline.json");
-    let out = bench(&[
+    let (stdout, records) = bench_records(&[
         "--memtable",
         "--keys",
         "2000",
@@ -157,17 +147,11 @@ fn inline_flush_is_recorded_and_reported() {
         "--structures",
         "memtable-art,memtable-skiplist",
         "--inline-flush",
-        "--json",
-        path.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
     assert!(stdout.contains("Write path: flushed inline"), "{stdout}");
     assert!(stdout.contains("no flusher thread"), "{stdout}");
-    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let records = json.as_array().unwrap();
     assert_eq!(records.len(), 2);
-    for r in records {
+    for r in &records {
         assert_eq!(r["inline_flush"], true, "{r}");
         assert_eq!(r["all_correct"], true, "{r}");
     }
