@@ -85,6 +85,8 @@ pub enum Error {
     /// ```
     /// use memkv::{Error, FrozenLayer};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("notes.txt");
     /// std::fs::write(&path, "not a layer, but long enough for a header and a trailer")?;
@@ -118,6 +120,8 @@ impl Error {
     /// ```
     /// use memkv::{Error, FrozenLayer};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let layer = FrozenLayer::from_sorted_iter([("k", 1u64)])?;
     /// let path = dir.path().join("ids.memkv");

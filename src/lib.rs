@@ -59,6 +59,8 @@
 //! assert_eq!(layer.get("b"), Some(2));
 //! assert_eq!(layer.rank("c"), Some(2));
 //!
+//! # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+//! # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
 //! let dir = tempfile::tempdir()?;
 //! layer.save(dir.path().join("keys.memkv"))?;
 //! let mapped = FrozenLayer::<u64>::open(dir.path().join("keys.memkv"))?;

@@ -125,6 +125,8 @@ impl<V: FrozenValue, W: Write> FrozenLayerBuilder<V, W> {
     /// use std::{fs::File, io::BufWriter};
     /// use memkv::{FrozenLayer, FrozenLayerBuilder};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("built.memkv");
     /// let mut builder = FrozenLayerBuilder::new(BufWriter::new(File::create(&path)?))?;

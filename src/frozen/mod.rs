@@ -121,11 +121,14 @@
 //! let under_bin: Vec<_> = layer.prefix("usr/bin/").map(|(key, _)| key).collect();
 //! assert_eq!(under_bin, [b"usr/bin/cat".to_vec(), b"usr/bin/env".to_vec()]);
 //!
+//! # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+//! # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
 //! let dir = tempfile::tempdir()?;
 //! let path = dir.path().join("paths.memkv");
 //! layer.save(&path)?;
 //! let reopened = FrozenLayer::<u64>::open(&path)?;
 //! assert_eq!(reopened.get("etc/hosts"), Some(1));
+//! # #[cfg(not(target_os = "wasi"))] // which reads files: it has no mappings
 //! assert_eq!(reopened.memory_usage(), 0); // the bytes are mapped, not on the heap
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -361,6 +364,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     /// use memkv::{Error, FrozenLayer};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("ids.memkv");
     /// FrozenLayer::from_sorted_iter([("alice", 1u32), ("bob", 2)])?.save(&path)?;
@@ -391,6 +396,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     /// use memkv::FrozenLayer;
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("trusted.memkv");
     /// FrozenLayer::from_sorted_iter([("a", 1u8), ("b", 2)])?.save(&path)?;
@@ -452,6 +459,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// let mut bytes = layer.as_bytes().to_vec();
     /// let at = bytes.windows(5).rposition(|w| w == b"hello").ok_or("value not found")?;
     /// bytes[at] ^= 0x20; // one flipped bit: "hello" becomes "Hello"
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("damaged.memkv");
     /// std::fs::write(&path, &bytes)?;
@@ -553,6 +562,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// ```
     /// use memkv::FrozenLayer;
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("layer.memkv");
     /// FrozenLayer::from_sorted_iter([("k", 1u32)])?.save(&path)?;
@@ -591,6 +602,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// use memkv::FrozenLayer;
     ///
     /// let layer = FrozenLayer::from_sorted_iter([("a", ()), ("b", ())])?;
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("set.memkv");
     /// layer.save(&path)?;
@@ -1034,7 +1047,8 @@ impl<V: FrozenValue> FrozenLayer<V> {
     }
 
     /// Heap bytes held by the layer: the capacity of its byte buffer when it
-    /// was built or loaded with [`from_bytes`](Self::from_bytes), 0 when it is
+    /// was built, loaded with [`from_bytes`](Self::from_bytes) or read by
+    /// [`open`](Self::open) where nothing is mapped (WASI), 0 when it is
     /// memory-mapped (see [`mapped_bytes`](Self::mapped_bytes)). Exact for a
     /// layer on the heap, which allocates nothing else (its fixed-size struct
     /// is not counted); a mapped layer also holds its mapping's handle and
@@ -1047,9 +1061,12 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// let layer = FrozenLayer::from_sorted_iter((0..1000u32).map(|i| (format!("{i:04}"), i)))?;
     /// assert!(layer.memory_usage() >= layer.as_bytes().len());
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("numbers.memkv");
     /// layer.save(&path)?;
+    /// # #[cfg(not(target_os = "wasi"))] // which reads the file
     /// assert_eq!(FrozenLayer::<u32>::open(&path)?.memory_usage(), 0); // mapped instead
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -1067,12 +1084,14 @@ impl<V: FrozenValue> FrozenLayer<V> {
     /// (on a platform that maps files), else 0. These are page cache, not
     /// heap: the OS can drop and re-read them.
     ///
-    /// ```
+    /// ```ignore-wasi
     /// use memkv::FrozenLayer;
     ///
     /// let layer = FrozenLayer::from_sorted_iter((0..1000u32).map(|i| (format!("{i:04}"), i)))?;
     /// assert_eq!(layer.mapped_bytes(), 0); // built on the heap
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("numbers.memkv");
     /// layer.save(&path)?;
@@ -1200,7 +1219,9 @@ impl<V: FrozenValue> Default for FrozenLayer<V> {
 /// with the clone, so the clone costs no memory and both report the
 /// mapping in [`mapped_bytes`](FrozenLayer::mapped_bytes).
 ///
-/// ```
+/// ```ignore-wasi
+/// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+/// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("layer.memkv");
 /// let built = memkv::FrozenLayer::from_sorted_iter([("a", 1u64), ("b", 2)])?;

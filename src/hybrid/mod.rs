@@ -285,6 +285,8 @@
 //! let keys: Vec<Vec<u8>> = map.prefix("usr/").map(|(key, _)| key).collect();
 //! assert_eq!(keys, [b"usr/bin/cat".to_vec(), b"usr/bin/env".to_vec()]);
 //!
+//! # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+//! # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
 //! let dir = tempfile::tempdir()?;
 //! map.save(dir.path().join("paths.memkv"))?;
 //! let reopened = HybridMap::<u64>::open(dir.path().join("paths.memkv"))?;
@@ -341,7 +343,7 @@ type PrefixWords<V> = Vec<(usize, Option<V>)>;
 /// from the frozen base: every method takes `&self`, and values come back
 /// **by value** (`V: Clone`), never as references.
 ///
-/// ```
+/// ```ignore-wasi
 /// use std::sync::Arc;
 /// use memkv::HybridMap;
 ///
@@ -1110,11 +1112,14 @@ where
     /// ```
     /// use memkv::{FrozenLayer, HybridMap};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("paths.memkv");
     /// FrozenLayer::from_sorted_iter([("etc/hosts", 1u32), ("usr/bin/ls", 2)])?.save(&path)?;
     /// let map = HybridMap::<u32>::open(&path)?;
     /// assert_eq!((map.len(), map.get("usr/bin/ls")), (2, Some(2)));
+    /// # #[cfg(not(target_os = "wasi"))] // which reads the file
     /// assert!(map.stats().base_mapped);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -1127,6 +1132,8 @@ where
     /// ```
     /// use memkv::{HybridConfig, HybridMap};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("paths.memkv");
     /// HybridMap::<u32>::from_iter([("usr/bin/ls", 1)]).save(&path)?;
@@ -1153,6 +1160,8 @@ where
     /// ```
     /// use memkv::HybridMap;
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("paths.memkv");
     /// let map = HybridMap::new();

@@ -168,6 +168,8 @@ impl<M: Memtable> Shared<M> {
 /// ```
 /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
 ///
+/// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+/// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
 /// let dir = tempfile::tempdir()?;
 /// let mut options = WritePathOptions::new(dir.path());
 /// options.write_buffer_size = 4096; // tiny, to force flushes
@@ -238,6 +240,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{SkipListMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db: WritePath<SkipListMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
     /// db.put(b"k", b"v")?;
@@ -274,6 +278,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ShardedArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db = WritePath::open_with(WritePathOptions::new(dir.path()), || {
     ///     ShardedArtMemtable::with_shards(64)
@@ -382,6 +388,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
     /// db.put(b"color", b"red")?;
@@ -402,6 +410,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
     /// db.put(b"k", b"v")?;
@@ -431,6 +441,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
     /// db.put(b"old", b"1")?;
@@ -515,6 +527,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
     /// db.put(b"old", b"1")?;
@@ -563,6 +577,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
     /// db.put(b"k", b"v")?;
@@ -596,6 +612,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
     /// db.put(b"a", b"1")?;
@@ -618,6 +636,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
     /// assert!(db.run_paths().is_empty());
@@ -648,6 +668,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let db: WritePath<ArtMemtable> = WritePath::open(WritePathOptions::new(dir.path()))?;
     /// db.put(b"k", b"v")?;
@@ -670,6 +692,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
     ///
+    /// # #[cfg(target_os = "wasi")] // its std::env::temp_dir panics
+    /// # tempfile::env::override_temp_dir("/tmp".as_ref()).ok();
     /// let dir = tempfile::tempdir()?;
     /// let mut options = WritePathOptions::new(dir.path());
     /// let db: WritePath<ArtMemtable> = WritePath::open(options.clone())?;
