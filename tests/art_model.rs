@@ -1024,6 +1024,47 @@ fn very_long_keys() {
     assert!(map.is_empty());
 }
 
+/// `retain` removes what it rejects a batch at a time (64 KiB of keys or
+/// 4,096 keys), resuming its walk after each: across batches of many short
+/// keys, of a few long ones and of one key each, every entry is judged once,
+/// in order, and the map ends as the model does.
+#[test]
+fn retain_in_batches_matches_the_model() {
+    fn check(key: impl Fn(u32) -> Vec<u8>, count: u32, every: u32) {
+        let mut map: FastArt<u32> = (0..count).map(|i| (key(i), i)).collect();
+        let mut model: BTreeMap<Vec<u8>, u32> = (0..count).map(|i| (key(i), i)).collect();
+        let mut seen = Vec::new();
+        map.retain(|k, v| {
+            seen.push(k.to_vec());
+            *v += 1;
+            (*v - 1) % every != 0
+        });
+        assert!(seen.iter().eq(model.keys()), "each entry once, in order");
+        model.retain(|_, v| {
+            *v += 1;
+            (*v - 1) % every != 0
+        });
+        map.check_invariants().unwrap();
+        assert_eq!(map.len(), model.len());
+        assert!(map.iter().map(|(k, v)| (k, *v)).eq(model.into_iter()));
+    }
+    let short = |i: u32| format!("k{:05}", i * 7919 % 20_000).into_bytes();
+    let padded = |pad: u8, len: usize| {
+        move |i: u32| {
+            let mut k = vec![pad; len];
+            k.extend_from_slice(&i.to_be_bytes());
+            k
+        }
+    };
+    // Rejected: 10,000 short keys (two full batches by count and a part),
+    // 4,096 exactly (a full batch, then a walk that finds nothing), 667 of
+    // 1 KiB (batches by bytes) and 9 of 70 KB (one key a batch).
+    check(short, 20_000, 2);
+    check(short, 8_192, 2);
+    check(padded(0xFF, 1000), 2_000, 3);
+    check(padded(0, 70_000), 18, 2);
+}
+
 /// `FastArt<V>` and its iterators are `Send`/`Sync` when `V` is (checked at
 /// compile time).
 #[test]

@@ -70,7 +70,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::mem;
-use std::ops::{Index, RangeBounds};
+use std::ops::{Bound, Index, RangeBounds};
 
 use fst::Automaton;
 
@@ -559,6 +559,11 @@ impl<V> FastArt<V> {
     /// Keeps only the entries for which `keep` returns true. `keep` sees
     /// each entry once, in key order, and may change its value.
     ///
+    /// The walk removes what `keep` rejects a batch at a time (up to 64 KiB
+    /// of keys), so a `retain` that empties a large map never holds a copy
+    /// of every key it removes. If `keep` panics, the entries it rejected
+    /// since the last batch stay in the map.
+    ///
     /// ```
     /// let mut map: memkv::FastArt<u32> = (0..10u32).map(|i| (i.to_string(), i)).collect();
     /// map.retain(|key, value| {
@@ -569,15 +574,41 @@ impl<V> FastArt<V> {
     /// assert_eq!(map.get("4"), Some(&40));
     /// ```
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &mut V) -> bool) {
+        // The rejected keys of a batch, end to end; the tree cannot change
+        // under the walk, so they are removed once it stops.
+        const BATCH_BYTES: usize = 64 << 10;
+        const BATCH_KEYS: usize = 4096;
         let mut doomed = Vec::new();
-        let mut it = self.iter_mut();
-        while let Some((key, value)) = it.next_entry() {
-            if !keep(key, value) {
-                doomed.push(key.to_vec());
+        let mut ends = Vec::new();
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let start = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let mut walk = self.range_mut::<[u8], _>((start, Bound::Unbounded));
+            let mut full = false;
+            while let Some((key, value)) = walk.next_entry() {
+                if !keep(key, value) {
+                    doomed.extend_from_slice(key);
+                    ends.push(doomed.len());
+                    full = doomed.len() >= BATCH_BYTES || ends.len() == BATCH_KEYS;
+                    if full {
+                        break;
+                    }
+                }
             }
-        }
-        for key in doomed {
-            self.remove(key);
+            let mut begin = 0;
+            for &end in &ends {
+                self.remove(&doomed[begin..end]);
+                begin = end;
+            }
+            if !full {
+                return;
+            }
+            // The walk goes on after the last key removed: every key before
+            // it has been judged.
+            let last = ends.len().checked_sub(2).map_or(0, |i| ends[i]);
+            after = Some(doomed[last..].to_vec());
+            doomed.clear();
+            ends.clear();
         }
     }
 
