@@ -683,6 +683,16 @@ fn memory_grows_with_entries<M: Memtable>() {
     assert_eq!(mem.len(), 5000);
 }
 
+/// `fits` says yes to ordinary entries, and no to a value longer than any
+/// memtable's records (4 GiB: zeroed pages, allocated lazily; a 32-bit
+/// target cannot hold it).
+fn fits_ordinary_entries_only<M: Memtable>() {
+    assert!(M::fits(b"", b""));
+    assert!(M::fits(b"a\0\xff", [7; 1000]));
+    #[cfg(target_pointer_width = "64")]
+    assert!(!M::fits(b"k", vec![0u8; 1 << 32]));
+}
+
 macro_rules! conformance {
     ($($module:ident => $ty:ty, concurrent: $n:expr;)*) => {$(
         mod $module {
@@ -733,6 +743,11 @@ macro_rules! conformance {
             #[test]
             fn memory_usage() {
                 memory_grows_with_entries::<$ty>();
+            }
+
+            #[test]
+            fn fits() {
+                fits_ordinary_entries_only::<$ty>();
             }
         }
     )*};
@@ -796,4 +811,61 @@ fn art_write_batches_past_the_lookup_size() {
     assert_eq!(mem.len(), model.len());
     let all = model_range(&model, Bound::Unbounded, Bound::Unbounded, MAX_SEQNO);
     assert_eq!(mem.iter(MAX_SEQNO).collect_entries(), all);
+}
+
+/// Each memtable's `fits` at its limits (see `Memtable::fits`), on zeroed
+/// pages allocated lazily (only the skip list's reads them, to count its
+/// zero bytes): one byte under says yes, the limit no.
+#[test]
+#[cfg(target_pointer_width = "64")]
+#[cfg_attr(
+    target_arch = "s390x",
+    ignore = "reads 2 GiB, at a tenth of the speed under qemu"
+)]
+fn fits_at_each_memtables_limits() {
+    let zeros = |len: usize| vec![0u8; len];
+    let max = u32::MAX as usize;
+    // A value under 4 GiB − 21 bytes, and a key of any length.
+    assert!(ArtMemtable::fits(b"k", zeros(max - 21)));
+    assert!(!ArtMemtable::fits(b"k", zeros(max - 20)));
+    assert!(ShardedArtMemtable::fits(zeros(max + 1), b"v"));
+    assert!(!ShardedArtMemtable::fits(b"k", zeros(max - 20)));
+    // Key and value together: 8 bytes of head and 5 for each length here.
+    let half = 1usize << 31;
+    assert!(VecMemtable::fits(zeros(half), zeros(half - 19)));
+    assert!(!VecMemtable::fits(zeros(half), zeros(half - 18)));
+    assert!(VecMemtable::fits(b"", zeros(max - 8 - 1 - 5)));
+    assert!(!VecMemtable::fits(b"", zeros(max - 8 - 1 - 5 + 1)));
+    // Zero bytes count twice in the skip list's keys, plus 10 bytes.
+    assert!(SkipListMemtable::fits(zeros(half - 6), b"v"));
+    assert!(!SkipListMemtable::fits(zeros(half - 5), b"v"));
+    assert!(SkipListMemtable::fits(b"k", zeros(max)));
+    assert!(!SkipListMemtable::fits(b"k", zeros(max + 1)));
+}
+
+/// What `fits` says is what `insert` does, at the limits that count the
+/// bytes of both or each byte: the entry that fits goes in, the one a byte
+/// longer panics and changes nothing. Needs 5 GiB, and minutes outside a
+/// release build: `cargo test --release --test memtable_conformance -- --ignored`.
+#[test]
+#[cfg(target_pointer_width = "64")]
+#[ignore = "needs 5 GiB of memory; slow outside release builds"]
+fn insert_takes_what_fits_and_nothing_longer() {
+    fn at_limit<M: Memtable>(key: &[u8], value: &[u8], longer_key: &[u8], longer_value: &[u8]) {
+        assert!(M::fits(key, value) && !M::fits(longer_key, longer_value));
+        let mem = M::default();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            mem.insert(longer_key, 2, ValueKind::Value, longer_value)
+        }));
+        assert!(result.is_err(), "an entry that does not fit panics");
+        assert!(mem.is_empty());
+        mem.insert(key, 1, ValueKind::Value, value);
+        assert_eq!(mem.len(), 1);
+    }
+    let half = 1usize << 31;
+    let (key, value) = (vec![0u8; half], vec![0u8; half - 18]);
+    at_limit::<VecMemtable>(&key, &value[1..], &key, &value);
+    drop((key, value));
+    let key = vec![0u8; half - 5];
+    at_limit::<SkipListMemtable>(&key[1..], b"v", &key, b"v");
 }

@@ -422,6 +422,12 @@ impl MemtableRead for ArtMemtable {
 impl Memtable for ArtMemtable {
     type Frozen = FrozenArtMemtable;
 
+    /// The key goes into the tree, which takes any; the value into a
+    /// record with its head and a link.
+    fn fits(_user_key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> bool {
+        value.as_ref().len() <= MAX_VALUE_LEN
+    }
+
     fn insert(
         &self,
         user_key: impl AsRef<[u8]>,

@@ -462,10 +462,8 @@ pub trait Memtable: MemtableRead + Default {
     /// `Vec<u8>`, …), as the maps take their keys.
     ///
     /// # Panics
-    /// If `seqno` is above [`MAX_SEQNO`], or the key or value is 4 GiB or
-    /// longer ([`ArtMemtable`] and [`ShardedArtMemtable`]: a value of
-    /// 4 GiB − 21 bytes or longer, as their records also hold a header and
-    /// a link), before anything changes.
+    /// If `seqno` is above [`MAX_SEQNO`], or the key and value do not
+    /// [`fit`](Memtable::fits), before anything changes.
     fn insert(
         &self,
         user_key: impl AsRef<[u8]>,
@@ -506,6 +504,39 @@ pub trait Memtable: MemtableRead + Default {
     /// Turns the memtable into its immutable form, whose sorted cursor feeds
     /// a flush.
     fn freeze(self) -> Self::Frozen;
+
+    /// Whether [`insert`](Memtable::insert) takes an entry of this key and
+    /// value, rather than panicking on their size. A caller with keys or
+    /// values from outside asks first; [`WritePath`] does, and refuses the
+    /// write with an error.
+    ///
+    /// Each memtable keeps an entry in records of under 4 GiB:
+    /// * by default, the key and the value each under 4 GiB;
+    /// * [`ArtMemtable`] and [`ShardedArtMemtable`]: a key of any length
+    ///   (in the tree), and a value under 4 GiB − 21 bytes (a record also
+    ///   holds a header and a link);
+    /// * [`VecMemtable`]: the key and value together under 4 GiB, less a
+    ///   header of 10 to 18 bytes;
+    /// * [`SkipListMemtable`]: the key, each of its zero bytes written twice,
+    ///   under 4 GiB − 10 bytes, and the value under 4 GiB.
+    ///
+    /// ```
+    /// use memkv::memtable::{ArtMemtable, Memtable, SkipListMemtable, VecMemtable};
+    ///
+    /// assert!(ArtMemtable::fits(b"color", b"red"));
+    /// assert!(VecMemtable::fits(b"", b""));
+    /// assert!(SkipListMemtable::fits(b"\0\0", b"zeros"));
+    /// ```
+    fn fits(user_key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> bool {
+        let (user_key, value) = (user_key.as_ref(), value.as_ref());
+        under_4_gib(user_key.len() as u64) && under_4_gib(value.len() as u64)
+    }
+}
+
+/// Whether a length fits the `u32` that records and run files keep it in.
+#[inline]
+pub(crate) fn under_4_gib(len: u64) -> bool {
+    len <= u64::from(u32::MAX)
 }
 
 /// Checks an insert's sequence number.

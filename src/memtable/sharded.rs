@@ -220,6 +220,11 @@ impl MemtableRead for ShardedArtMemtable {
 impl Memtable for ShardedArtMemtable {
     type Frozen = FrozenShardedArtMemtable;
 
+    /// As [`ArtMemtable`]'s: each shard is one.
+    fn fits(user_key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> bool {
+        ArtMemtable::fits(user_key, value)
+    }
+
     fn insert(
         &self,
         user_key: impl AsRef<[u8]>,

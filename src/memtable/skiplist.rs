@@ -25,7 +25,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crossbeam_skiplist::SkipMap;
 use crossbeam_skiplist::map;
 
-use super::{EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, ValueKind, check_seqno, key};
+use super::{
+    EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, ValueKind, check_seqno, key, under_4_gib,
+};
 
 /// The estimated bytes of a skip-list node besides the key's box: the key
 /// struct, the reference count and height word, and the tower (two links on
@@ -245,6 +247,19 @@ impl MemtableRead for SkipListMemtable {
 
 impl Memtable for SkipListMemtable {
     type Frozen = FrozenSkipListMemtable;
+
+    /// The encoded key escapes each zero byte, so its length depends on
+    /// the bytes (counted only for keys long enough to matter).
+    fn fits(user_key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> bool {
+        let (user_key, value) = (user_key.as_ref(), value.as_ref());
+        let overhead = key::OVERHEAD as u64;
+        let all_zeros = user_key.len() as u64 * 2 + overhead;
+        let key_fits = under_4_gib(all_zeros) || {
+            let zeros = user_key.iter().filter(|&&b| b == 0).count() as u64;
+            under_4_gib(user_key.len() as u64 + zeros + overhead)
+        };
+        key_fits && under_4_gib(value.len() as u64)
+    }
 
     fn insert(
         &self,

@@ -19,6 +19,7 @@ use super::arena::{Arena, Ref, get_varint, put_varint};
 use super::buffered::{BufferedCursor, EntryBuf};
 use super::{
     EntryCursor, EntryRef, Lookup, Memtable, MemtableRead, OwnedRange, ValueKind, check_seqno,
+    under_4_gib,
 };
 
 /// The entry at `r`.
@@ -189,6 +190,18 @@ impl MemtableRead for VecMemtable {
 
 impl Memtable for VecMemtable {
     type Frozen = FrozenVecMemtable;
+
+    /// One record holds the entry: its head, both lengths, the key and the
+    /// value.
+    fn fits(user_key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> bool {
+        let (user_key, value) = (user_key.as_ref(), value.as_ref());
+        let varint = |len: usize| match u32::try_from(len) {
+            Ok(len) => put_varint(&mut [0; 5], len).len() as u64,
+            Err(_) => 5,
+        };
+        let record = 8 + varint(user_key.len()) + varint(value.len());
+        under_4_gib(record + user_key.len() as u64 + value.len() as u64)
+    }
 
     fn insert(
         &self,

@@ -379,7 +379,8 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// If an earlier flush failed, or a write or a memtable's freeze
     /// panicked (the write is then not done); [`io::ErrorKind::InvalidInput`]
     /// if the key or value is 4 GiB − 1 bytes or longer, which a run file
-    /// cannot hold (nothing is then written, and the write path goes on).
+    /// cannot hold, or if they do not [fit](Memtable::fits) the memtable
+    /// (nothing is then written, and the write path goes on).
     ///
     /// # Panics
     /// If the memtable's `insert` panics; the write path then fails, and
@@ -426,7 +427,7 @@ impl<M: Memtable + 'static> WritePath<M> {
     }
 
     fn write(&self, key: &[u8], kind: ValueKind, value: &[u8]) -> io::Result<()> {
-        check_fits(key, value)?;
+        check_fits::<M>(key, value)?;
         self.write_entries(1, |active, seqno| active.insert(key, seqno, kind, value))
     }
 
@@ -455,7 +456,7 @@ impl<M: Memtable + 'static> WritePath<M> {
             return Ok(());
         }
         for &(key, value) in batch {
-            check_fits(key, value.unwrap_or_default())?;
+            check_fits::<M>(key, value.unwrap_or_default())?;
         }
         self.write_entries(batch.len() as u64, |active, first| {
             let entries: Vec<EntryRef<'_>> = (batch.iter().zip(first..))
@@ -572,7 +573,7 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// every immutable memtable is written to a run.
     ///
     /// # Errors
-    /// If a flush failed.
+    /// If a flush failed, or a write or a freeze panicked (see [`put`](WritePath::put)).
     ///
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
@@ -663,7 +664,7 @@ impl<M: Memtable + 'static> WritePath<M> {
     /// (call [`WritePath::flush`] first for that).
     ///
     /// # Errors
-    /// If a flush failed.
+    /// If a flush failed, or a write or a freeze panicked (see [`put`](WritePath::put)).
     ///
     /// ```
     /// use memkv::memtable::{ArtMemtable, WritePath, WritePathOptions};
@@ -819,7 +820,7 @@ impl<M: Memtable + 'static> Drop for WritePath<M> {
 fn error_of(p: &Progress) -> io::Result<()> {
     match &p.error {
         None => Ok(()),
-        Some((kind, msg)) => Err(io::Error::new(*kind, format!("flush failed: {msg}"))),
+        Some((kind, msg)) => Err(io::Error::new(*kind, msg.clone())),
     }
 }
 
@@ -876,7 +877,7 @@ fn flush_one<M: Memtable>(shared: &Shared<M>, frozen: &Arc<M::Frozen>, dir: &Pat
         // writes fail from now on.
         Err(e) => {
             if p.error.is_none() {
-                p.error = Some((e.kind(), format!("{}: {e}", path.display())));
+                p.error = Some((e.kind(), format!("flush failed: {}: {e}", path.display())));
             }
         }
     }
@@ -992,14 +993,24 @@ fn len_in_run(len: usize) -> Option<u32> {
     u32::try_from(len).ok().filter(|&len| len != TOMBSTONE_LEN)
 }
 
-/// Refuses a key or value that a run file cannot hold, before any of a
-/// write is done. Keys get the values' limit too: one limit for both, and
-/// no memtable takes a key that long anyway.
-fn check_fits(key: &[u8], value: &[u8]) -> io::Result<()> {
-    if len_in_run(key.len()).is_some() && len_in_run(value.len()).is_some() {
-        Ok(())
-    } else {
+/// Refuses a key or value that a run file or the memtable cannot hold,
+/// before any of a write is done. Keys get the values' limit too: one
+/// limit for both.
+fn check_fits<M: Memtable>(key: &[u8], value: &[u8]) -> io::Result<()> {
+    if len_in_run(key.len()).is_none() || len_in_run(value.len()).is_none() {
         Err(too_long())
+    } else if !M::fits(key, value) {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a key of {} and a value of {} bytes do not fit the memtable's records \
+                 (see Memtable::fits)",
+                key.len(),
+                value.len()
+            ),
+        ))
+    } else {
+        Ok(())
     }
 }
 
