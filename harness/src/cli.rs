@@ -22,6 +22,23 @@ const MAPS_ONLY: [&str; 7] = [
     "replot",
 ];
 
+/// The options that say what to measure and how, which `--replot`, which
+/// measures nothing, refuses rather than ignores.
+const MEASURING: [&str; 12] = [
+    "dataset",
+    "sample",
+    "synthetic",
+    "keys",
+    "limit",
+    "keep_cr",
+    "structures",
+    "runs",
+    "json",
+    "child_timeout",
+    "list",
+    "memtable",
+];
+
 /// Default number of keys of a synthetic dataset.
 const DEFAULT_SYNTHETIC_KEYS: usize = 1_000_000;
 
@@ -74,7 +91,8 @@ pub(crate) struct Cli {
     pub(crate) inline_flush: bool,
 
     /// Give up on a child after this many seconds (a hung structure).
-    #[arg(long, value_name = "SECS", default_value_t = 1800)]
+    #[arg(long, value_name = "SECS", default_value_t = 1800,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) child_timeout: u64,
 
     /// List the structures and exit.
@@ -83,7 +101,7 @@ pub(crate) struct Cli {
 
     /// Measure nothing: draw the --chart from the records of an earlier
     /// --json (the footer names the machine it is drawn on).
-    #[arg(long, value_name = "JSON", requires = "chart")]
+    #[arg(long, value_name = "JSON", requires = "chart", conflicts_with_all = MEASURING)]
     pub(crate) replot: Option<PathBuf>,
 
     /// Internal: measure one structure and print its record (the parent
@@ -101,6 +119,14 @@ impl Cli {
     /// where they point (an existing directory, not a directory themselves),
     /// so that a long run does not end in "cannot write".
     pub(crate) fn check_outputs(&self) -> Result<(), String> {
+        if let (Some(json), Some(chart)) = (&self.json, &self.chart)
+            && same_file(json, chart)
+        {
+            return Err(format!(
+                "--json and --chart both name {}: the chart would overwrite the records",
+                json.display()
+            ));
+        }
         for (flag, path) in [("--json", &self.json), ("--chart", &self.chart)] {
             let Some(path) = path else { continue };
             if path.is_dir() {
@@ -122,6 +148,21 @@ impl Cli {
     }
 }
 
+/// Whether two output paths name the same file: the same name in the same
+/// directory, however each is spelled (a directory that does not resolve is
+/// compared as written; `check_outputs` refuses it anyway).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let resolved = |p: &Path| {
+        let dir = match p.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        dir.join(p.file_name().unwrap_or_default())
+    };
+    resolved(a) == resolved(b)
+}
+
 /// The dataset arguments, which the parent passes on to its children.
 #[derive(Clone, Debug, Args)]
 pub(crate) struct DataArgs {
@@ -140,7 +181,7 @@ pub(crate) struct DataArgs {
 
     /// Keep a trailing carriage return as part of a key (by default one
     /// trailing '\r' per line is stripped and the count reported).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "synthetic")]
     pub(crate) keep_cr: bool,
 }
 
@@ -275,6 +316,50 @@ mod tests {
     }
 
     #[test]
+    fn one_path_for_both_outputs_is_refused() {
+        let check = |args: &[&str]| parse(args).unwrap().check_outputs();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let out = out.to_str().unwrap();
+        let err = check(&["--json", out, "--chart", out]).unwrap_err();
+        assert!(err.contains("both name"), "{err}");
+        // However the directory is spelled.
+        let dotted = dir.path().join(".").join("out");
+        let err = check(&["--json", out, "--chart", dotted.to_str().unwrap()]).unwrap_err();
+        assert!(err.contains("both name"), "{err}");
+        let chart = format!("{out}.svg");
+        assert_eq!(check(&["--json", out, "--chart", &chart]), Ok(()));
+    }
+
+    #[test]
+    fn replot_refuses_what_it_would_ignore() {
+        let replot = ["--replot", "a.json", "--chart", "a.svg"];
+        assert!(parse(&replot).is_ok());
+        for option in [
+            &["--json", "b.json"][..],
+            &["--structures", "fastart"],
+            &["--dataset", "x"],
+            &["--sample"],
+            &["--synthetic", "lsm"],
+            &["--limit", "5"],
+            &["--runs", "7"],
+            &["--child-timeout", "9"],
+            &["--memtable"],
+        ] {
+            let args = [&replot[..], option].concat();
+            assert!(parse(&args).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn meaningless_values_are_refused() {
+        assert!(parse(&["--child-timeout", "0"]).is_err());
+        assert!(parse(&["--child-timeout", "1"]).is_ok());
+        assert!(parse(&["--synthetic", "lsm", "--keep-cr"]).is_err());
+        assert!(parse(&["--dataset", "x", "--keep-cr"]).is_ok());
+    }
+
+    #[test]
     fn keys_past_memory_are_refused() {
         assert!(keys_fit(1000, 100, Some(1 << 30)).is_ok());
         assert!(keys_fit(1000, 100, None).is_ok(), "memory unknown");
@@ -351,16 +436,7 @@ mod tests {
 
     #[test]
     fn child_arguments_round_trip() {
-        let cli = parse(&[
-            "--synthetic",
-            "seq-u64",
-            "--keys",
-            "10",
-            "--limit",
-            "5",
-            "--keep-cr",
-        ])
-        .unwrap();
+        let cli = parse(&["--synthetic", "seq-u64", "--keys", "10", "--limit", "5"]).unwrap();
         let mut args = vec![OsString::from("memkv-bench")];
         args.extend(cli.data.to_args());
         let again = Cli::try_parse_from(args).unwrap();
@@ -372,7 +448,11 @@ mod tests {
             }
         );
         assert_eq!(again.data.load_options().limit, Some(5));
-        assert!(again.data.keep_cr);
+        assert!(!again.data.keep_cr);
+        let cli = parse(&["--dataset", "/tmp/k.txt", "--keep-cr"]).unwrap();
+        let mut args = vec![OsString::from("memkv-bench")];
+        args.extend(cli.data.to_args());
+        assert!(Cli::try_parse_from(args).unwrap().data.keep_cr);
         let cli = parse(&["--dataset", "/tmp/k.txt", "--structures", "a,b"]).unwrap();
         assert_eq!(
             cli.structures.as_deref(),

@@ -384,6 +384,14 @@ fn load_file(
     if meta.is_dir() {
         return Err(open_err(io::Error::other("is a directory")));
     }
+    // Each structure's child process opens the file again: a pipe would
+    // reach it empty, and every row would read as memkv's failure.
+    if !meta.is_file() {
+        return Err(open_err(io::Error::other(
+            "is not a regular file (a pipe?), and every structure's process reads it again: \
+             write the keys to a file first",
+        )));
+    }
     // The file size bounds the key bytes: reserving it once avoids the
     // doublings, whose freed buffers would linger in the allocator.
     let capacity = match options.limit {

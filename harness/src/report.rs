@@ -189,6 +189,33 @@ fn correctness(r: &Record) -> String {
     s
 }
 
+/// What the ratios rest on, when not on every run of the baseline (named
+/// `baseline`): a line for the table's foot, or nothing. `of` gives a
+/// record's structure, failed runs and runs.
+pub(crate) fn baseline_note<R>(
+    baseline: &str,
+    base: Option<&R>,
+    records: &[R],
+    of: impl Fn(&R) -> (&String, u32, u32),
+) -> String {
+    if let Some(base) = base {
+        let (_, failed, runs) = of(base);
+        return if failed == 0 {
+            String::new()
+        } else {
+            format!(
+                "\n(ratios to {baseline}'s medians over its {} runs that did not fail, of {runs})\n",
+                runs - failed
+            )
+        };
+    }
+    if records.iter().any(|r| of(r).0 == baseline) {
+        format!("\n(no ratios: {baseline} failed in every run)\n")
+    } else {
+        format!("\n(no ratios: {baseline} was not measured)\n")
+    }
+}
+
 /// Markdown cells can't hold `|` or newlines.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -197,9 +224,10 @@ fn cell(s: &str) -> String {
 /// The main table, and below it the scans / cross-checks table, failures,
 /// and notes.
 pub(crate) fn tables(records: &[Record]) -> String {
+    // A baseline that failed in some runs has the others' medians.
     let base = records
         .iter()
-        .find(|r| r.structure == BASELINE && r.error.is_none());
+        .find(|r| r.structure == BASELINE && (r.error.is_none() || r.failed_runs < r.runs));
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -238,9 +266,15 @@ pub(crate) fn tables(records: &[Record]) -> String {
             cell(&notes),
         );
     }
-    if base.is_none() {
-        let _ = writeln!(s, "\n(no ratios: {BASELINE} was not measured)");
-    }
+    let _ = write!(
+        s,
+        "{}",
+        baseline_note(BASELINE, base, records, |r| (
+            &r.structure,
+            r.failed_runs,
+            r.runs
+        ))
+    );
 
     let batched: Vec<&Record> = (records.iter())
         .filter(|r| r.batched_lookup_ops_per_s.is_some() || r.batched_insert_ops_per_s.is_some())
@@ -491,6 +525,30 @@ mod tests {
             wrong_insert_answers: Some(0),
             ..Default::default()
         }
+    }
+
+    /// A baseline that failed in one run of three has the other two's
+    /// medians: ratios rest on them, and the table says so (it used to say
+    /// the baseline "was not measured" beside its own figures).
+    #[test]
+    fn a_baseline_that_failed_in_some_runs_still_gives_ratios() {
+        let mut base = rec(BASELINE);
+        (base.runs, base.failed_runs) = (3, 1);
+        base.error = Some("1 of 3 runs failed; run 2: killed".into());
+        let mut fast = rec("fastart");
+        fast.lookup_ops_per_s = Some(4e6);
+        let t = tables(&[base.clone(), fast.clone()]);
+        assert!(t.contains("4.00 M (2.00×)"), "{t}");
+        assert!(t.contains("over its 2 runs that did not fail, of 3"), "{t}");
+        assert!(!t.contains("no ratios"), "{t}");
+        base.failed_runs = 3;
+        let t = tables(&[base, fast.clone()]);
+        assert!(
+            t.contains("(no ratios: btreemap failed in every run)"),
+            "{t}"
+        );
+        let t = tables(&[fast]);
+        assert!(t.contains("(no ratios: btreemap was not measured)"), "{t}");
     }
 
     #[test]

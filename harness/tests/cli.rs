@@ -54,6 +54,38 @@ fn missing_file_is_a_clear_error() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// Each structure's process reads the dataset again, which a pipe cannot
+/// give twice: refused up front, not reported as every structure failing.
+#[test]
+fn a_pipe_is_a_clear_error() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memkv-bench"))
+        .args([
+            "--dataset",
+            "/dev/stdin",
+            "--structures",
+            "btreemap",
+            "--runs",
+            "1",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run memkv-bench");
+    // It may refuse before reading: a broken pipe is no failure here.
+    let _ = child.stdin.take().unwrap().write_all(b"a\nb\nc\n");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("error: cannot open dataset /dev/stdin:")
+            && err.contains("not a regular file"),
+        "{err}"
+    );
+}
+
 #[test]
 fn empty_dataset_is_a_clear_error() {
     let path = scratch("empty.txt");

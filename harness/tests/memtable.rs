@@ -30,6 +30,35 @@ fn bench_records(args: &[&str]) -> (String, Vec<Value>) {
     (text(&out.stdout), records)
 }
 
+/// With one entry the writer is done before the reader can read: no read
+/// rate and no check claimed for 1W+1R (it once showed "0/0" and 0
+/// reads/s as a passed check), but a note that says why.
+#[test]
+fn a_reader_that_read_nothing_claims_nothing() {
+    let (stdout, records) = bench_records(&[
+        "--memtable",
+        "--keys",
+        "1",
+        "--runs",
+        "1",
+        "--order",
+        "random",
+        "--structures",
+        "memtable-art",
+    ]);
+    let r = &records[0];
+    assert!(r["concurrent_reads"].is_null(), "{r}");
+    assert!(r["concurrent_read_ops_per_s"].is_null(), "{r}");
+    assert!(r["concurrent_write_ops_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["all_correct"], true, "the other checks");
+    let note = "1W+1R: the writer inserted all 1 entries before the reader's first read";
+    assert!(
+        r["notes"].as_array().unwrap().iter().any(|n| n == note),
+        "{r}"
+    );
+    assert!(!stdout.contains("1W+1R 0/0"), "{stdout}");
+}
+
 #[test]
 fn every_memtable_and_order_gets_a_checked_record() {
     let (stdout, records) = bench_records(&["--memtable", "--keys", "3000", "--runs", "1"]);

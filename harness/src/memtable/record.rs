@@ -148,7 +148,13 @@ pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
     let Some(first) = runs.first() else {
         return MemtableRecord::default();
     };
-    let mut out = first.clone();
+    // What every run measures alike (sizes, counts, the lookup target)
+    // comes from a run that got through: a crashed run has none of it.
+    let mut out = runs
+        .iter()
+        .find(|r| r.error.is_none())
+        .unwrap_or(first)
+        .clone();
     out.runs = runs.len() as u32;
     let med = |get: fn(&MemtableRecord) -> Option<f64>| median_of(runs, get);
     out.load_ops_per_s = med(|r| r.load_ops_per_s);
@@ -169,6 +175,8 @@ pub(crate) fn combine(runs: &[MemtableRecord]) -> MemtableRecord {
     out.concurrent_read_ops_per_s = med(|r| r.concurrent_read_ops_per_s);
     out.stall_ms = med(|r| r.stall_ms);
     out.stalls = med(|r| r.stalls.map(|x| x as f64)).map(|x| x.round() as u64);
+    out.freezes = med(|r| r.freezes.map(|x| x as f64)).map(|x| x.round() as u64);
+    out.flushes = med(|r| r.flushes.map(|x| x as f64)).map(|x| x.round() as u64);
     // Checks: the worst run counts.
     out.correct_lookups = runs.iter().filter_map(|r| r.correct_lookups).min();
     out.lookups = runs.iter().filter_map(|r| r.lookups).max();
@@ -266,6 +274,40 @@ mod tests {
         for (i, r) in failing.into_iter().enumerate() {
             assert_eq!(r.checks_passed(), Some(false), "check {i}");
         }
+    }
+
+    /// What all runs share comes from a run that got through, not from a
+    /// first run that crashed; counts of the load are medians, as the stalls
+    /// beside them in the notes are.
+    #[test]
+    fn combine_takes_shared_fields_from_a_run_that_got_through() {
+        let ok = |freezes: u64| MemtableRecord {
+            structure: "memtable-art".into(),
+            key_len: 16,
+            value_len: 100,
+            flush_iter_keys: Some(3000),
+            lookup_target: "the frozen memtable".into(),
+            freezes: Some(freezes),
+            flushes: Some(freezes),
+            stalls: Some(freezes),
+            flush_iter_keys_per_s: Some(5e6),
+            ..Default::default()
+        };
+        let crashed = MemtableRecord {
+            structure: "memtable-art".into(),
+            error: Some("killed by signal 9".into()),
+            ..Default::default()
+        };
+        let c = combine(&[crashed, ok(4), ok(6), ok(5)]);
+        assert_eq!((c.key_len, c.value_len), (16, 100));
+        assert_eq!(c.flush_iter_keys, Some(3000));
+        assert_eq!(c.lookup_target, "the frozen memtable");
+        assert_eq!(
+            (c.freezes, c.flushes, c.stalls),
+            (Some(5), Some(5), Some(5))
+        );
+        assert_eq!((c.runs, c.failed_runs), (4, 1));
+        assert!(c.error.is_some());
     }
 
     #[test]

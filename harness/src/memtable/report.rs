@@ -91,7 +91,7 @@ fn checks(r: &MemtableRecord) -> String {
 pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
     let base = records
         .iter()
-        .find(|r| r.structure == BASELINE && r.error.is_none());
+        .find(|r| r.structure == BASELINE && (r.error.is_none() || r.failed_runs < r.runs));
     let b = |get: fn(&MemtableRecord) -> Option<f64>| base.and_then(get);
     let mut s = String::new();
     let _ = writeln!(s, "\n### {} order\n", order.name());
@@ -158,6 +158,15 @@ pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
             notes.replace('|', "\\|"),
         );
     }
+    let _ = write!(
+        s,
+        "{}",
+        crate::report::baseline_note(BASELINE, base, records, |r| (
+            &r.structure,
+            r.failed_runs,
+            r.runs
+        ))
+    );
     if let (Some(base), Some(art)) = (
         base,
         records
@@ -255,6 +264,34 @@ mod tests {
             lookups: Some(10),
             ..Default::default()
         }
+    }
+
+    /// A baseline that failed in one run of three still has the other two's
+    /// medians: the ratios and the targets line rest on them, and say so.
+    #[test]
+    fn a_baseline_that_failed_in_some_runs_still_gives_ratios() {
+        let mut base = rec(BASELINE, 1e6, 200.0);
+        (base.runs, base.failed_runs) = (3, 1);
+        base.error = Some("1 of 3 runs failed; run 2: killed".into());
+        let t = table(
+            Order::Random,
+            &[base.clone(), rec("memtable-art", 2.5e6, 150.0)],
+        );
+        assert!(t.contains("| memtable-art | 2.50 M (2.50×)"), "{t}");
+        assert!(t.contains("over its 2 runs that did not fail, of 3"), "{t}");
+        assert!(t.contains("load 2.50× (target ≥ 2×) ✓"), "{t}");
+        base.failed_runs = 3;
+        let t = table(Order::Random, &[base, rec("memtable-art", 2.5e6, 150.0)]);
+        assert!(t.contains("| memtable-art | 2.50 M |"), "{t}");
+        assert!(
+            t.contains("(no ratios: memtable-skiplist failed in every run)"),
+            "{t}"
+        );
+        let t = table(Order::Random, &[rec("memtable-art", 2.5e6, 150.0)]);
+        assert!(
+            t.contains("(no ratios: memtable-skiplist was not measured)"),
+            "{t}"
+        );
     }
 
     #[test]
