@@ -1400,9 +1400,10 @@ where
 
     /// Sets `key` to `value`, like [`insert`](Self::insert) but without
     /// returning the old value: a **blind write**. Unless the fresh delta
-    /// already holds `key`, it does not look the key up in the base (the
-    /// costly part of an `insert` of a key the delta does not hold), so it
-    /// costs about one update of the small fresh delta.
+    /// already holds `key` settled (not pending, as below), it does not
+    /// look the key up in the base (the costly part of an `insert` of a key
+    /// the delta does not hold), so it costs about one update of the small
+    /// fresh delta.
     ///
     /// The entry stays *pending* until the map learns whether the base held
     /// the key, which only [`len`](Self::len) and `is_empty` need. The next
@@ -1430,9 +1431,9 @@ where
 
     /// Removes `key`, like [`remove`](Self::remove) but without returning
     /// the old value: a blind write, as [`put`](Self::put). Unless the fresh
-    /// delta already holds `key`, it writes a pending tombstone without
-    /// looking in the base; a merge drops the tombstone, and whatever it
-    /// hid.
+    /// delta already holds `key` settled, it writes a pending tombstone
+    /// without looking in the base (over a pending entry too); a merge
+    /// drops the tombstone, and whatever it hid.
     ///
     /// ```
     /// let map: memkv::HybridMap<u32> = [("a", 1), ("b", 2)].into_iter().collect();
