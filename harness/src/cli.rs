@@ -132,10 +132,7 @@ impl Cli {
             if path.is_dir() {
                 return Err(format!("{flag} {} is a directory", path.display()));
             }
-            let dir = match path.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => dir,
-                _ => Path::new("."),
-            };
+            let dir = parent_dir(path);
             if !dir.is_dir() {
                 return Err(format!(
                     "{flag} {}: directory {} does not exist",
@@ -153,14 +150,20 @@ impl Cli {
 /// compared as written; `check_outputs` refuses it anyway).
 fn same_file(a: &Path, b: &Path) -> bool {
     let resolved = |p: &Path| {
-        let dir = match p.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
+        let dir = parent_dir(p);
         let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         dir.join(p.file_name().unwrap_or_default())
     };
     resolved(a) == resolved(b)
+}
+
+/// The directory an output file goes into: its parent, or `.` for a bare
+/// file name.
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
 }
 
 /// The dataset arguments, which the parent passes on to its children.
