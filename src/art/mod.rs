@@ -559,9 +559,9 @@ impl<V> FastArt<V> {
     /// Keeps only the entries for which `keep` returns true. `keep` sees
     /// each entry once, in key order, and may change its value.
     ///
-    /// The walk removes what `keep` rejects a batch at a time (up to 64 KiB
-    /// of keys), so a `retain` that empties a large map never holds a copy
-    /// of every key it removes. If `keep` panics, the entries it rejected
+    /// The walk removes what `keep` rejects a batch at a time (64 KiB of
+    /// keys, or 4,096 keys), so a `retain` that empties a large map never
+    /// holds a copy of every key it removes. If `keep` panics, the entries it rejected
     /// since the last batch stay in the map.
     ///
     /// ```
