@@ -189,31 +189,32 @@ fn correctness(r: &Record) -> String {
     s
 }
 
-/// What the ratios rest on, when not on every run of the baseline (named
-/// `baseline`): a line for the table's foot, or nothing. `of` gives a
-/// record's structure, failed runs and runs.
-pub(crate) fn baseline_note<R>(
+/// The record of the structure named `baseline`, if it has figures to
+/// take ratios to (a baseline that failed in some runs has the others'
+/// medians), and what the ratios rest on when not on its every run: a line
+/// for the table's foot, or nothing. `of` gives a record's structure,
+/// whether it has an error, its failed runs and its runs.
+pub(crate) fn baseline<'r, R>(
     baseline: &str,
-    base: Option<&R>,
-    records: &[R],
-    of: impl Fn(&R) -> (&String, u32, u32),
-) -> String {
-    if let Some(base) = base {
-        let (_, failed, runs) = of(base);
-        return if failed == 0 {
-            String::new()
-        } else {
-            format!(
-                "\n(ratios to {baseline}'s medians over its {} runs that did not fail, of {runs})\n",
-                runs - failed
-            )
-        };
-    }
-    if records.iter().any(|r| of(r).0 == baseline) {
-        format!("\n(no ratios: {baseline} failed in every run)\n")
-    } else {
-        format!("\n(no ratios: {baseline} was not measured)\n")
-    }
+    records: &'r [R],
+    of: impl Fn(&R) -> (&String, bool, u32, u32),
+) -> (Option<&'r R>, String) {
+    let base = records.iter().find(|r| {
+        let (structure, errored, failed, runs) = of(r);
+        structure == baseline && (!errored || failed < runs)
+    });
+    let note = match base.map(&of) {
+        Some((_, _, 0, _)) => String::new(),
+        Some((_, _, failed, runs)) => format!(
+            "\n(ratios to {baseline}'s medians over its {} runs that did not fail, of {runs})\n",
+            runs - failed
+        ),
+        None if records.iter().any(|r| of(r).0 == baseline) => {
+            format!("\n(no ratios: {baseline} failed in every run)\n")
+        }
+        None => format!("\n(no ratios: {baseline} was not measured)\n"),
+    };
+    (base, note)
 }
 
 /// Markdown cells can't hold `|` or newlines.
@@ -225,9 +226,9 @@ fn cell(s: &str) -> String {
 /// and notes.
 pub(crate) fn tables(records: &[Record]) -> String {
     // A baseline that failed in some runs has the others' medians.
-    let base = records
-        .iter()
-        .find(|r| r.structure == BASELINE && (r.error.is_none() || r.failed_runs < r.runs));
+    let (base, baseline_note) = baseline(BASELINE, records, |r| {
+        (&r.structure, r.error.is_some(), r.failed_runs, r.runs)
+    });
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -266,15 +267,7 @@ pub(crate) fn tables(records: &[Record]) -> String {
             cell(&notes),
         );
     }
-    let _ = write!(
-        s,
-        "{}",
-        baseline_note(BASELINE, base, records, |r| (
-            &r.structure,
-            r.failed_runs,
-            r.runs
-        ))
-    );
+    s.push_str(&baseline_note);
 
     let batched: Vec<&Record> = (records.iter())
         .filter(|r| r.batched_lookup_ops_per_s.is_some() || r.batched_insert_ops_per_s.is_some())

@@ -89,9 +89,9 @@ fn checks(r: &MemtableRecord) -> String {
 
 /// One order's table, with the targets line.
 pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
-    let base = records
-        .iter()
-        .find(|r| r.structure == BASELINE && (r.error.is_none() || r.failed_runs < r.runs));
+    let (base, baseline_note) = crate::report::baseline(BASELINE, records, |r| {
+        (&r.structure, r.error.is_some(), r.failed_runs, r.runs)
+    });
     let b = |get: fn(&MemtableRecord) -> Option<f64>| base.and_then(get);
     let mut s = String::new();
     let _ = writeln!(s, "\n### {} order\n", order.name());
@@ -158,15 +158,7 @@ pub(crate) fn table(order: Order, records: &[MemtableRecord]) -> String {
             notes.replace('|', "\\|"),
         );
     }
-    let _ = write!(
-        s,
-        "{}",
-        crate::report::baseline_note(BASELINE, base, records, |r| (
-            &r.structure,
-            r.failed_runs,
-            r.runs
-        ))
-    );
+    s.push_str(&baseline_note);
     if let (Some(base), Some(art)) = (
         base,
         records
