@@ -9,8 +9,6 @@ use memkv::FastArt;
 use memkv::art::Entry;
 use proptest::prelude::*;
 
-#[path = "common/cases.rs"]
-mod cases;
 mod common;
 #[path = "common/dfa.rs"]
 mod dfa;
@@ -1242,7 +1240,7 @@ fn size_hints_of_searches_and_prefix_walks() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases::scaled(512), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     /// `search` over maps of trie-stressing keys, with random automata,
     /// prefixes of stored keys (whose states match whatever follows), and

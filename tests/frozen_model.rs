@@ -11,8 +11,6 @@ use memkv::frozen::automaton::Automaton;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 
-#[path = "common/cases.rs"]
-mod cases;
 #[path = "common/hints.rs"]
 mod hints;
 #[path = "common/scratch.rs"]
@@ -431,7 +429,7 @@ fn assert_range_matches(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases::scaled(96), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
     fn queries_match_the_model(model in model(), random in vec(key(), 0..8)) {
@@ -504,7 +502,7 @@ proptest! {
 
 proptest! {
     // Models of hundreds of keys: fewer cases.
-    #![proptest_config(ProptestConfig { cases: cases::scaled(32), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     /// Lookups that start where the jump table says answer as the model,
     /// present keys and absent ones, on the built layer and on its bytes
@@ -524,7 +522,7 @@ proptest! {
 
 proptest! {
     // Each case writes, fsyncs and maps a file: fewer cases.
-    #![proptest_config(ProptestConfig { cases: cases::scaled(24), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
     fn save_open_round_trip(model in model(), random in vec(key(), 0..4)) {
@@ -588,7 +586,7 @@ mod byte_values {
     use super::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: cases::scaled(48), ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
         #[test]
         fn byte_values_match_the_model(model in btree_map(key(), vec(any::<u8>(), 0..40), 0..40)) {

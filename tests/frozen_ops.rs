@@ -12,8 +12,6 @@ use memkv::frozen::{IndexedValue, Iter, OpBuilder};
 use proptest::collection::{btree_map, btree_set, vec};
 use proptest::prelude::*;
 
-#[path = "common/cases.rs"]
-mod cases;
 #[allow(dead_code)] // `Counting` counts bytes for other tests
 #[path = "common/dfa.rs"]
 mod dfa;
@@ -291,7 +289,7 @@ fn check(streams: &[Stream]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases::scaled(512), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn set_operations_match_the_model(streams in streams()) {

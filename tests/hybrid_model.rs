@@ -1066,6 +1066,8 @@ fn search_skips_what_cannot_match() {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
     /// `search` over a map with a merged base and a delta of writes and
     /// removals, with random automata, prefixes of stored keys (whose
     /// states match whatever follows), and the two combined.

@@ -14,8 +14,6 @@ use memkv::{FastArt, FrozenLayer, FrozenValue, HybridConfig, HybridMap};
 use proptest::prelude::*;
 use serde::ser::{SerializeMap, Serializer};
 
-#[path = "common/cases.rs"]
-mod cases;
 #[path = "common/radix_keys.rs"]
 mod radix_keys;
 
@@ -105,7 +103,7 @@ fn op() -> impl Strategy<Value = (Vec<u8>, Option<u64>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases::scaled(128), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     /// Every map writes the same bytes as the model (so the same entries, in
     /// the same order, with the same count up front), and each reads back
