@@ -2,9 +2,10 @@
 //! of the committed Debian paths sample, for memkv's structures and the two
 //! std-like baselines, so a change's effect on speed shows before it lands. The `HybridMap` reads go
 //! through a delta: every 16th key updated after a merge ([`hybrid`]); its rule table in
-//! [`longest_prefix`] is merged whole. Every answer is checked in every timed iteration (a count
-//! of right answers or a checksum, compared once per iteration), so a structure that answers
-//! wrong fails the bench instead of being timed.
+//! [`longest_prefix`] is merged whole. Every build and every lookup's answer is checked exactly
+//! once before timing, and each timed iteration checks what it read (lookups by the sum of the values
+//! found, walks, set operations and searches by a checksum of the entries in order), so a
+//! structure that answers wrong fails the bench instead of being timed.
 //!
 //! ```text
 //! cargo bench --bench maps                  # all
