@@ -241,6 +241,24 @@ mod tests {
         assert_eq!(check_fst(&fst_of(&nodes, 22, 1), 1), Ok(22));
     }
 
+    /// A root in the footer is refused, even where the footer's bytes read
+    /// as a chain of one-byte nodes down into the nodes: the chains' fast
+    /// path stops where the nodes end, as `NodeView::checked` does.
+    #[test]
+    fn a_root_in_the_footer_is_refused() {
+        let root = (FST_HEADER_LEN + FINAL.len() - 1) as u64;
+        let mut data = fst_of(&FINAL, root, 1);
+        assert_eq!(check_fst(&data, 1), Ok(root));
+        // The footer's key count (unchecked here) as eight one-byte nodes,
+        // and the root on the top one: a chain down to the final node.
+        let count = FST_HEADER_LEN + FINAL.len();
+        data[count..count + 8].fill(0xC1);
+        let at = data.len() - 12;
+        data[at..at + 8].copy_from_slice(&(count as u64 + 7).to_le_bytes());
+        let refused = check_fst(&data, 1).unwrap_err();
+        assert!(refused.contains("outside the fst's nodes"), "{refused}");
+    }
+
     /// 64 levels spell 2^64 keys in 400 bytes: the walk stops at the first
     /// key past the count, not at the end of them.
     #[test]
