@@ -147,11 +147,11 @@ impl JumpTable {
         if self.depth == 0 {
             return Ok(());
         }
-        let mut empty = 0;
+        let mut has_empty = false;
         for i in 0..self.slot_count {
             let slot = Slot::read(bytes, self.slots.start + i * SLOT_LEN);
             if slot.addr == EMPTY {
-                empty += 1;
+                has_empty = true;
                 continue;
             }
             let past_prefix = slot.prefix[..].iter().flat_map(|w| w.to_le_bytes());
@@ -166,7 +166,7 @@ impl JumpTable {
                 });
             }
         }
-        if empty == 0 {
+        if !has_empty {
             return Err(Error::Corrupt {
                 reason: "the jump table has no empty slot".to_owned(),
             });
@@ -519,6 +519,10 @@ mod tests {
             keys.len()
         );
         assert!(jumped_absent > keys.len() / 20, "{jumped_absent}");
+        // A key exactly as long as the table's prefixes jumps too.
+        let longest = keys.iter().max_by_key(|k| k.len()).unwrap();
+        let exact = &longest[..table.depth()];
+        assert!(table.start(layer.as_bytes(), exact).is_some(), "{exact:?}");
         let expected: Vec<_> = (probes.iter())
             .map(|p| keys.binary_search(p).ok().map(|i| i as u64))
             .collect();
