@@ -817,7 +817,10 @@ mod tests {
             let mut section = vec![0xEEu8; at as usize];
             let len = built.write(&mut section, at).unwrap() as usize;
             assert_eq!(section.len(), at as usize + len);
+            // The room a build reserves: enough, and no more than the
+            // worst start (one byte past a multiple of 64) takes.
             assert!(len <= built.max_len());
+            assert_eq!(len == built.max_len(), at % ALIGN as u64 == 1, "at {at}");
             let table = JumpTable::parse(&section, at as usize..section.len()).unwrap();
             assert_eq!(table.depth(), built.depth);
             assert_eq!(table.slots.start % ALIGN, 0);
