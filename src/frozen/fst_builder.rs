@@ -110,8 +110,10 @@ impl NodeSpec {
             h = (h.rotate_left(23) ^ t.output).wrapping_mul(K);
             h = (h.rotate_left(23) ^ t.addr).wrapping_mul(K);
         }
-        // Zero marks an empty cache slot.
-        (h ^ (h >> 29)) | 1
+        // The cache keeps the top 32 bits as the node's tag (whose low bits
+        // pick its bucket): fold the low half into them. A slot is empty
+        // when its address is 0, so any tag may be cached.
+        h ^ (h >> 29)
     }
 }
 
