@@ -110,9 +110,10 @@ impl NodeSpec {
             h = (h.rotate_left(23) ^ t.output).wrapping_mul(K);
             h = (h.rotate_left(23) ^ t.addr).wrapping_mul(K);
         }
-        // The cache keeps the top 32 bits as the node's tag (whose low bits
-        // pick its bucket): fold the low half into them. A slot is empty
-        // when its address is 0, so any tag may be cached.
+        // The cache takes the top 32 bits as the node's tag (the
+        // multiplications mix those most; the tag's low bits pick its
+        // bucket). A slot is empty when its address is 0, so any tag may be
+        // cached.
         h ^ (h >> 29)
     }
 }
