@@ -601,6 +601,46 @@ mod tests {
         }
     }
 
+    /// An 8-byte delta wraps round to any address at all, this node's own
+    /// bytes and the bytes above it included: `checked` refuses every
+    /// transition that does not lead below the node's first byte. One to
+    /// the node's state byte is a loop, on which a walk would never end.
+    #[test]
+    fn checked_refuses_a_transition_into_the_node_or_above_it() {
+        let codes = common_codes();
+        let below = 5;
+        // Two transitions, not final, 8-byte deltas and no outputs:
+        // deltas, inputs, sizes and state, 20 bytes.
+        let mut data = vec![0u8; FST_HEADER_LEN + below];
+        data.extend([0u8; 16]);
+        data.extend([b'b', b'a', 0x80, 2]);
+        data.extend([0u8; FST_FOOTER_LEN]);
+        let at = FST_HEADER_LEN + below + 19;
+        let first_byte = FST_HEADER_LEN + below;
+        let node = NodeView::checked(&data, at as u64, codes).unwrap();
+        assert_eq!(
+            (node.len, node.first_byte, node.deltas_at),
+            (2, first_byte, first_byte)
+        );
+        // Transition 0 (stored second) leads to the byte just below.
+        data[first_byte + 8..][..8].copy_from_slice(&1u64.to_le_bytes());
+        // (A delta of 0 names the empty node: no delta leads to the
+        // first byte itself.)
+        for target in (first_byte - 1..data.len() + 8).filter(|&t| t != first_byte) {
+            let delta = (first_byte as u64).wrapping_sub(target as u64);
+            data[first_byte..][..8].copy_from_slice(&delta.to_le_bytes());
+            let read = NodeView::new(&data, at as u64, codes).transition(&data, 1);
+            assert_eq!(read.addr, target as u64);
+            match NodeView::checked(&data, at as u64, codes) {
+                Ok(_) => assert_eq!(target, first_byte - 1),
+                Err(refused) => {
+                    assert!(target >= first_byte, "{target}: {refused}");
+                    assert!(refused.contains("not below the node"), "{refused}");
+                }
+            }
+        }
+    }
+
     /// What `follow_chain` does, one transition at a time.
     fn follow_slowly(
         data: &[u8],
