@@ -564,26 +564,29 @@ mod tests {
     }
 
     /// Every node of up to four bytes (state byte, two below it from a set
-    /// of telling values, one more), at the start of an fst and a little
-    /// after: `checked` refuses it or decodes it without a panic, and what
-    /// it passes stays within the fst's nodes, with every transition
-    /// below the node's bytes. A node that claims more bytes than lie
-    /// below it must be refused before it is decoded, or the decoding
-    /// reads before the start of the bytes.
+    /// of telling values, one more), with none to a few hundred bytes of
+    /// the fst below its state byte: `checked` refuses it or decodes it
+    /// without a panic, and what it passes stays within the fst's nodes,
+    /// with every transition below the node's bytes. A node that claims
+    /// more bytes than lie below it must be refused before it is decoded,
+    /// or the decoding reads before the start of the bytes; a one-byte
+    /// node at the fst's first byte leads into the header.
     #[test]
     fn checked_refuses_nodes_that_run_past_the_first_byte() {
         let telling = [0x00, 0x01, 0x02, 0x11, 0x18, 0x21, 0x81, 0x88, 0x91, 0xFF];
         let codes = common_codes();
-        // Rooms that a node with an index (33 transitions and more) needs
+        // Bytes below the state byte: fewer than the node's three, and
+        // rooms that a node with an index (33 transitions and more) needs
         // and does not, with and without the index.
-        for room in [0, 1, 2, 3, 100, 300] {
+        for room in [0usize, 1, 2, 3, 4, 5, 6, 103, 303] {
             for state in 0..=255u8 {
                 for &b1 in &telling {
                     for &b2 in &telling {
-                        let mut data = vec![0u8; FST_HEADER_LEN + room];
-                        data.extend([0x11, b2, b1, state]);
+                        let mut data = vec![0u8; FST_HEADER_LEN + room.saturating_sub(3)];
+                        data.extend(&[0x11, b2, b1][3 - room.min(3)..]);
+                        data.push(state);
                         data.extend([0u8; FST_FOOTER_LEN]);
-                        let at = FST_HEADER_LEN + room + 3;
+                        let at = FST_HEADER_LEN + room;
                         let Ok(node) = NodeView::checked(&data, at as u64, codes) else {
                             continue;
                         };
